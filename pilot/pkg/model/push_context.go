@@ -1,0 +1,178 @@
+package model
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// PushContext is an immutable, indexed view of all config at one moment.
+// It is built once per push and read, never written, by the translators,
+// which may therefore run concurrently.
+type PushContext struct {
+	gateways         []config.Config
+	virtualServices  []config.Config
+	destinationRules []config.Config
+	services         []*Service
+
+	vsByGateway   map[string][]config.Config
+	serviceByHost map[string]*Service
+	drByHost      map[string]*config.Config
+
+	// Errors are cross-object problems found while indexing (two
+	// ServiceEntries claiming one host, say). Translators report their own.
+	Errors []*config.Error
+}
+
+// NewPushContext indexes everything in store.
+func NewPushContext(store ConfigStore) *PushContext {
+	ps := &PushContext{
+		gateways:         store.List(schema.Gateway, ""),
+		virtualServices:  sortByCreation(store.List(schema.VirtualService, "")),
+		destinationRules: sortByCreation(store.List(schema.DestinationRule, "")),
+		vsByGateway:      map[string][]config.Config{},
+		serviceByHost:    map[string]*Service{},
+		drByHost:         map[string]*config.Config{},
+	}
+	for _, vs := range ps.virtualServices {
+		for _, gw := range vs.Spec.(*networking.VirtualService).GetGateways() {
+			if gw == "mesh" {
+				continue
+			}
+			key := ResolveGatewayName(gw, vs.Namespace)
+			ps.vsByGateway[key] = append(ps.vsByGateway[key], vs)
+		}
+	}
+	for _, se := range sortByCreation(store.List(schema.ServiceEntry, "")) {
+		for _, svc := range servicesFromServiceEntry(se) {
+			if prev, ok := ps.serviceByHost[svc.Hostname]; ok {
+				ps.Errors = append(ps.Errors, &config.Error{Source: se.Source, Key: se.Key(), Field: "spec.hosts",
+					Message: "host " + svc.Hostname + " is already defined by " + prev.Source.String() + "; this definition is ignored", Warning: true})
+				continue
+			}
+			ps.serviceByHost[svc.Hostname] = svc
+			ps.services = append(ps.services, svc)
+		}
+	}
+	slices.SortFunc(ps.services, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
+	for i := range ps.destinationRules {
+		dr := &ps.destinationRules[i]
+		host := dr.Spec.(*networking.DestinationRule).GetHost()
+		if prev, ok := ps.drByHost[host]; ok {
+			ps.Errors = append(ps.Errors, &config.Error{Source: dr.Source, Key: dr.Key(), Field: "spec.host",
+				Message: "host " + host + " already has " + prev.Key().String() + "; this rule is ignored", Warning: true})
+			continue
+		}
+		ps.drByHost[host] = dr
+	}
+	return ps
+}
+
+// sortByCreation orders objects oldest first, then by namespace and name:
+// the order Istio gives VirtualServices and DestinationRules that share a host.
+func sortByCreation(cs []config.Config) []config.Config {
+	slices.SortStableFunc(cs, func(a, b config.Config) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return cs
+}
+
+// ResolveGatewayName turns a VirtualService's gateway reference ("name" or
+// "namespace/name") into "namespace/name".
+func ResolveGatewayName(ref, vsNamespace string) string {
+	if strings.Contains(ref, "/") {
+		return ref
+	}
+	return vsNamespace + "/" + ref
+}
+
+// Gateways returns every Gateway, sorted by namespace and name.
+func (ps *PushContext) Gateways() []config.Config { return ps.gateways }
+
+// GatewaysForProxy returns the Gateways whose selector matches the proxy's
+// labels, sorted by namespace and name. An empty selector matches every proxy.
+func (ps *PushContext) GatewaysForProxy(p *Proxy) []config.Config {
+	var out []config.Config
+	for _, gw := range ps.gateways {
+		if SubsetLabelsMatch(gw.Spec.(*networking.Gateway).GetSelector(), p.Labels) {
+			out = append(out, gw)
+		}
+	}
+	return out
+}
+
+// GatewayGroupKey identifies a distinct gateway configuration: proxies
+// selected by the same Gateways get the same listeners and routes, so they
+// share one translation and one snapshot. The empty set has key "".
+func GatewayGroupKey(gws []config.Config) string {
+	if len(gws) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, gw := range gws {
+		h.Write([]byte(gw.Namespace + "/" + gw.Name + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// VirtualServices returns every VirtualService, oldest first.
+func (ps *PushContext) VirtualServices() []config.Config { return ps.virtualServices }
+
+// VirtualServicesForGateway returns the VirtualServices whose gateways field
+// names the Gateway "namespace/name", oldest first.
+func (ps *PushContext) VirtualServicesForGateway(gatewayKey string) []config.Config {
+	return ps.vsByGateway[gatewayKey]
+}
+
+// DestinationRules returns every DestinationRule, oldest first.
+func (ps *PushContext) DestinationRules() []config.Config { return ps.destinationRules }
+
+// Services returns every service, sorted by hostname.
+func (ps *PushContext) Services() []*Service { return ps.services }
+
+// ServiceForHost returns the service with exactly this hostname, or nil.
+func (ps *PushContext) ServiceForHost(host string) *Service { return ps.serviceByHost[host] }
+
+// DestinationRuleForHost returns the rule for host: an exact match first,
+// then the most specific wildcard ("*.example.com" before "*"), or nil.
+func (ps *PushContext) DestinationRuleForHost(host string) *config.Config {
+	if dr, ok := ps.drByHost[host]; ok {
+		return dr
+	}
+	var best *config.Config
+	bestLen := -1
+	for pattern, dr := range ps.drByHost {
+		if !strings.HasPrefix(pattern, "*") {
+			continue
+		}
+		suffix := pattern[1:]
+		if strings.HasSuffix(host, suffix) && len(suffix) > bestLen {
+			best, bestLen = dr, len(suffix)
+		}
+	}
+	return best
+}
+
+// Subset returns the named subset of host's DestinationRule, or nil.
+func (ps *PushContext) Subset(host, name string) *networking.Subset {
+	dr := ps.DestinationRuleForHost(host)
+	if dr == nil {
+		return nil
+	}
+	for _, s := range dr.Spec.(*networking.DestinationRule).GetSubsets() {
+		if s.GetName() == name {
+			return s
+		}
+	}
+	return nil
+}

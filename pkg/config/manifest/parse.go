@@ -1,0 +1,141 @@
+// Package manifest parses multi-document Kubernetes-style YAML into typed
+// config objects. It only parses; semantic checks live in
+// pkg/config/validation.
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// Options tune parsing.
+type Options struct {
+	// DefaultNamespace is given to objects without metadata.namespace.
+	DefaultNamespace string
+}
+
+type object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name              string            `json:"name"`
+		Namespace         string            `json:"namespace"`
+		Labels            map[string]string `json:"labels"`
+		Annotations       map[string]string `json:"annotations"`
+		ResourceVersion   string            `json:"resourceVersion"`
+		Generation        int64             `json:"generation"`
+		CreationTimestamp *time.Time        `json:"creationTimestamp"`
+	} `json:"metadata"`
+	Spec json.RawMessage `json:"spec"`
+}
+
+var (
+	separator    = regexp.MustCompile(`(?m)^---\s*$`)
+	jsonPosition = regexp.MustCompile(`\(line \d+:\d+\):\s*`)
+)
+
+// DocumentSource names document index (1-based) of file, as errors show it.
+func DocumentSource(file string, index int) string {
+	return fmt.Sprintf("%s (document %d)", file, index)
+}
+
+// Parse reads every document of data, a file named file. It returns the
+// objects that parsed and one error per document that did not; an error
+// never stops the other documents. Empty documents are skipped.
+func Parse(file string, data []byte, opts Options) ([]config.Config, []*config.Error) {
+	if opts.DefaultNamespace == "" {
+		opts.DefaultNamespace = "default"
+	}
+	var out []config.Config
+	var errs []*config.Error
+	for i, doc := range separator.Split(string(data), -1) {
+		if strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		src := DocumentSource(file, i+1)
+		c, err := parseDocument([]byte(doc), src, opts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, errs
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(doc, "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func parseDocument(doc []byte, src string, opts Options) (config.Config, *config.Error) {
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return config.Config{}, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
+	}
+	var obj object
+	dec := json.NewDecoder(bytes.NewReader(js))
+	if err := dec.Decode(&obj); err != nil {
+		return config.Config{}, &config.Error{Source: src, Message: "invalid object: " + err.Error()}
+	}
+	if obj.Kind == "" || obj.APIVersion == "" {
+		return config.Config{}, &config.Error{Source: src, Field: "kind", Message: "apiVersion and kind are required"}
+	}
+	s, err := schema.ByAPIVersion(obj.APIVersion, obj.Kind)
+	if err != nil {
+		return config.Config{}, &config.Error{Source: src, Field: "apiVersion", Message: err.Error()}
+	}
+	key := config.Key{Kind: s.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name}
+	if key.Namespace == "" {
+		key.Namespace = opts.DefaultNamespace
+	}
+	if key.Name == "" {
+		return config.Config{}, &config.Error{Source: src, Key: key, Field: "metadata.name", Message: "name is required"}
+	}
+	spec := s.NewSpec()
+	if len(obj.Spec) > 0 && string(obj.Spec) != "null" {
+		if err := protojson.Unmarshal(obj.Spec, spec); err != nil {
+			return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: cleanProtoError(err)}
+		}
+	}
+	c := config.Config{
+		Meta: config.Meta{
+			Kind: s.Kind, Name: key.Name, Namespace: key.Namespace,
+			Labels: obj.Metadata.Labels, Annotations: obj.Metadata.Annotations,
+			ResourceVersion: obj.Metadata.ResourceVersion, Generation: obj.Metadata.Generation,
+			Source: src,
+		},
+		Spec: spec,
+	}
+	if obj.Metadata.CreationTimestamp != nil {
+		c.CreationTimestamp = *obj.Metadata.CreationTimestamp
+	}
+	return c, nil
+}
+
+// cleanProtoError drops protojson's "proto:" prefix and its unstable
+// non-breaking spaces so messages read (and golden files compare) the same.
+func cleanProtoError(err error) string {
+	msg := strings.ReplaceAll(err.Error(), "\u00a0", " ")
+	msg = strings.TrimPrefix(msg, "proto: ")
+	msg = strings.TrimPrefix(msg, "proto:")
+	// Positions refer to the JSON converted from YAML, not to the user's file.
+	msg = jsonPosition.ReplaceAllString(msg, "")
+	return strings.TrimSpace(msg)
+}
