@@ -1,0 +1,182 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// Server is a running pilot-discovery.
+type Server struct {
+	opts      Options
+	store     *file.Controller
+	discovery *xds.DiscoveryServer
+	grpc      *grpc.Server
+	http      *http.Server
+
+	grpcListener net.Listener
+	httpListener net.Listener
+	ready        chan struct{}
+}
+
+// NewServer builds every part and binds both listeners, so an address in
+// use fails here, before anything runs.
+func NewServer(opts Options) (*Server, error) {
+	opts.applyDefaults()
+	store, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("config source: %w", err)
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ds := xds.NewDiscoveryServer(xds.Options{
+		Store:    store,
+		Errors:   store,
+		Debounce: opts.Debounce,
+		Logger:   opts.Logger,
+		Registry: registry,
+	})
+	s := &Server{opts: opts, store: store, discovery: ds, ready: make(chan struct{})}
+
+	// Envoy keeps ADS streams open for hours; keepalives find dead peers.
+	s.grpc = grpc.NewServer(
+		grpc.MaxConcurrentStreams(100000),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	ds.Register(s.grpc)
+
+	mux := http.NewServeMux()
+	ds.RegisterDebug(mux)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	for _, k := range schema.Kinds() {
+		store.RegisterEventHandler(k, s.onConfigEvent)
+	}
+
+	if s.grpcListener, err = net.Listen("tcp", opts.GRPCAddr); err != nil {
+		return nil, fmt.Errorf("gRPC address %s: %w", opts.GRPCAddr, err)
+	}
+	if s.httpListener, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
+		s.grpcListener.Close()
+		return nil, fmt.Errorf("HTTP address %s: %w", opts.HTTPAddr, err)
+	}
+	return s, nil
+}
+
+// onConfigEvent turns one object change into a push request; the
+// discovery server's debouncer merges requests that arrive together.
+func (s *Server) onConfigEvent(old, cur config.Config, ev model.Event) {
+	key := cur.Key()
+	s.discovery.ConfigUpdate(&model.PushRequest{
+		Full:           true,
+		ConfigsUpdated: map[config.Key]struct{}{key: {}},
+		Reasons:        map[string]int{"config-" + ev.String(): 1},
+		Start:          time.Now(),
+	})
+}
+
+// GRPCAddr is the address ADS listens on (useful with port 0).
+func (s *Server) GRPCAddr() net.Addr { return s.grpcListener.Addr() }
+
+// HTTPAddr is the address of the debug and metrics server.
+func (s *Server) HTTPAddr() net.Addr { return s.httpListener.Addr() }
+
+// Ready is closed once the config source has synced and the first push
+// has been computed.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run serves until ctx is cancelled, then closes ADS streams and both
+// listeners. It returns the first serving error, or nil on a clean stop.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	log := s.opts.Logger
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	run(func() { s.store.Run(ctx) })
+	run(func() { s.discovery.Run(ctx) })
+	run(func() {
+		if err := s.grpc.Serve(s.grpcListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			errc <- fmt.Errorf("gRPC server: %w", err)
+		}
+	})
+	run(func() {
+		if err := s.http.Serve(s.httpListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("HTTP server: %w", err)
+		}
+	})
+	log.Info("serving", "grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(), "configDir", s.opts.ConfigDir)
+	run(func() { s.waitSynced(ctx) })
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	log.Info("shutting down")
+	cancel()
+	s.shutdown()
+	wg.Wait()
+	log.Info("stopped")
+	return err
+}
+
+// waitSynced tells the discovery server once the config source has
+// delivered its first full load, so no proxy is ever sent empty config.
+func (s *Server) waitSynced(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !s.store.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	s.discovery.Synced()
+	select {
+	case <-s.discovery.FirstPushDone():
+		close(s.ready)
+		s.opts.Logger.Info("config synced and first push computed")
+	case <-ctx.Done():
+	}
+}
+
+// shutdown stops both servers. ADS streams end when the discovery server's
+// context is cancelled; GracefulStop then waits for them, bounded by
+// ShutdownGrace, after which remaining connections are closed hard.
+func (s *Server) shutdown() {
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	timer := time.NewTimer(s.opts.ShutdownGrace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		s.grpc.Stop()
+		<-done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
+	defer cancel()
+	_ = s.http.Shutdown(ctx)
+}

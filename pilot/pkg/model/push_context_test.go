@@ -1,0 +1,271 @@
+package model
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// listStore is the smallest ConfigStore: enough to index a push context.
+type listStore []config.Config
+
+func (s listStore) Get(k schema.Kind, ns, name string) *config.Config {
+	for i := range s {
+		if s[i].Kind == k && s[i].Namespace == ns && s[i].Name == name {
+			return &s[i]
+		}
+	}
+	return nil
+}
+
+func (s listStore) List(k schema.Kind, ns string) []config.Config {
+	var out []config.Config
+	for _, c := range s {
+		if c.Kind == k && (ns == "" || c.Namespace == ns) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b config.Config) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+func parseStore(t *testing.T, yaml string) listStore {
+	t.Helper()
+	cs, errs := manifest.Parse("test.yaml", []byte(yaml), manifest.Options{})
+	if len(errs) > 0 {
+		t.Fatalf("parse: %v", errs)
+	}
+	return cs
+}
+
+const pushInput = `
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: public, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
+---
+apiVersion: networking.istio.io/v1beta1
+kind: Gateway
+metadata: {name: internal, namespace: edge}
+spec:
+  selector: {istio: internal}
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: ["*"]}]
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: VirtualService
+metadata: {name: b, namespace: default, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  hosts: [b.example.com]
+  gateways: [istio-system/public, mesh]
+  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: a, namespace: edge, creationTimestamp: "2026-01-03T00:00:00Z"}
+spec:
+  hosts: [a.example.com]
+  gateways: [internal]
+  http: [{route: [{destination: {host: a.default.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: c, namespace: default, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  hosts: [c.example.com]
+  gateways: [istio-system/public]
+  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: shared, namespace: default, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  hosts: [b.default.svc.cluster.local, a.default.svc.cluster.local]
+  resolution: STATIC
+  ports: [{number: 8080, name: http, protocol: http, targetPort: 9090}]
+  endpoints:
+  - {address: 10.0.0.1, labels: {version: v1}}
+  - {address: 10.0.0.2, ports: {http: 7070}, labels: {version: v2}, weight: 3}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: dup, namespace: other, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec:
+  hosts: [b.default.svc.cluster.local]
+  resolution: DNS
+  ports: [{number: 80, name: http, protocol: HTTP}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: b, namespace: default}
+spec:
+  host: b.default.svc.cluster.local
+  subsets: [{name: v1, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: wild, namespace: default}
+spec:
+  host: "*.default.svc.cluster.local"
+  subsets: [{name: any, labels: {app: x}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: all, namespace: default}
+spec:
+  host: "*"
+`
+
+func names(cs []config.Config) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Namespace+"/"+c.Name)
+	}
+	return out
+}
+
+func TestPushContextIndexes(t *testing.T) {
+	ps := NewPushContext(parseStore(t, pushInput))
+
+	if got := names(ps.VirtualServicesForGateway("istio-system/public")); !slices.Equal(got, []string{"default/c", "default/b"}) {
+		t.Errorf("VS for public gateway, oldest first: %v", got)
+	}
+	if got := names(ps.VirtualServicesForGateway("edge/internal")); !slices.Equal(got, []string{"edge/a"}) {
+		t.Errorf("short gateway name resolves in the VS namespace: %v", got)
+	}
+	if got := ps.VirtualServicesForGateway("mesh"); len(got) != 0 {
+		t.Errorf("mesh is not a gateway: %v", got)
+	}
+
+	svc := ps.ServiceForHost("b.default.svc.cluster.local")
+	if svc == nil || svc.Source.Name != "shared" || svc.Resolution != ClientSideLB || len(svc.Endpoints) != 2 {
+		t.Fatalf("first ServiceEntry by creation wins: %+v", svc)
+	}
+	port, ok := svc.Port(8080)
+	if !ok || port.Protocol != "HTTP" {
+		t.Fatalf("port 8080: %+v %v", port, ok)
+	}
+	if got := svc.Endpoints[0].PortFor(port); got != 9090 {
+		t.Errorf("targetPort default: %d", got)
+	}
+	if got := svc.Endpoints[1].PortFor(port); got != 7070 {
+		t.Errorf("endpoint port override: %d", got)
+	}
+	if len(ps.Errors) != 1 || !ps.Errors[0].Warning || ps.Errors[0].Key.Name != "dup" || !strings.Contains(ps.Errors[0].Message, "already defined by ServiceEntry default/shared") {
+		t.Errorf("duplicate host reported once, naming both: %v", ps.Errors)
+	}
+	if got := len(ps.Services()); got != 2 || ps.Services()[0].Hostname != "a.default.svc.cluster.local" {
+		t.Errorf("services sorted by host: %d", got)
+	}
+
+	if dr := ps.DestinationRuleForHost("b.default.svc.cluster.local"); dr == nil || dr.Name != "b" {
+		t.Errorf("exact DR: %v", dr)
+	}
+	if dr := ps.DestinationRuleForHost("z.default.svc.cluster.local"); dr == nil || dr.Name != "wild" {
+		t.Errorf("most specific wildcard DR: %v", dr)
+	}
+	if dr := ps.DestinationRuleForHost("example.org"); dr == nil || dr.Name != "all" {
+		t.Errorf("* DR: %v", dr)
+	}
+	if s := ps.Subset("b.default.svc.cluster.local", "v1"); s == nil || s.GetLabels()["version"] != "v1" {
+		t.Errorf("subset v1: %v", s)
+	}
+	if s := ps.Subset("b.default.svc.cluster.local", "v9"); s != nil {
+		t.Errorf("unknown subset: %v", s)
+	}
+}
+
+func TestGatewaysForProxyAndGroupKey(t *testing.T) {
+	ps := NewPushContext(parseStore(t, pushInput))
+	public := &Proxy{Labels: map[string]string{"istio": "ingressgateway", "pod": "1"}}
+	public2 := &Proxy{Labels: map[string]string{"istio": "ingressgateway", "pod": "2"}}
+	internal := &Proxy{Labels: map[string]string{"istio": "internal"}}
+	none := &Proxy{}
+
+	if got := names(ps.GatewaysForProxy(public)); !slices.Equal(got, []string{"istio-system/public"}) {
+		t.Errorf("public: %v", got)
+	}
+	k1, k2 := GatewayGroupKey(ps.GatewaysForProxy(public)), GatewayGroupKey(ps.GatewaysForProxy(public2))
+	if k1 == "" || k1 != k2 {
+		t.Errorf("proxies selected by the same gateways share a group: %q %q", k1, k2)
+	}
+	if k3 := GatewayGroupKey(ps.GatewaysForProxy(internal)); k3 == k1 || k3 == "" {
+		t.Errorf("different gateways, different group: %q", k3)
+	}
+	if k := GatewayGroupKey(ps.GatewaysForProxy(none)); k != "" {
+		t.Errorf("no gateways: %q", k)
+	}
+}
+
+func TestPushRequestMerge(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	a := &PushRequest{ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.Gateway, Name: "a"}: {}}, Reasons: map[string]int{"config": 1}, Start: t0.Add(time.Second)}
+	b := &PushRequest{Full: true, ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.Gateway, Name: "b"}: {}}, Reasons: map[string]int{"config": 2, "endpoint": 1}, Start: t0}
+	m := a.Merge(b)
+	if !m.Full || len(m.ConfigsUpdated) != 2 || m.Reasons["config"] != 3 || m.Reasons["endpoint"] != 1 || !m.Start.Equal(t0) {
+		t.Errorf("merged %+v", m)
+	}
+	if a.Full || len(a.ConfigsUpdated) != 1 || a.Reasons["config"] != 1 {
+		t.Errorf("merge modified its input: %+v", a)
+	}
+	if (*PushRequest)(nil).Merge(b) != b || a.Merge(nil) != a {
+		t.Error("merge with nil returns the other")
+	}
+	if got := m.ReasonList(); !slices.Equal(got, []string{"config", "endpoint"}) {
+		t.Errorf("reasons %v", got)
+	}
+}
+
+func TestClusterName(t *testing.T) {
+	n := ClusterName(8080, "v1", "reviews.default.svc.cluster.local")
+	if n != "outbound|8080|v1|reviews.default.svc.cluster.local" {
+		t.Fatal(n)
+	}
+	port, subset, host, err := ParseClusterName(n)
+	if err != nil || port != 8080 || subset != "v1" || host != "reviews.default.svc.cluster.local" {
+		t.Errorf("round trip: %d %q %q %v", port, subset, host, err)
+	}
+	if _, _, _, err := ParseClusterName("inbound|80||x"); err == nil {
+		t.Error("inbound name: want error")
+	}
+}
+
+func TestMergeGateways(t *testing.T) {
+	store := parseStore(t, `
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: a, namespace: ns}
+spec:
+  servers:
+  - {port: {number: 8080, name: http2, protocol: HTTP2}, hosts: ["*"]}
+  - {port: {number: 80, name: http, protocol: HTTP}, hosts: ["a.com"]}
+  - {port: {number: 443, name: https, protocol: HTTPS}, hosts: ["a.com"], tls: {mode: SIMPLE, credentialName: a}}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: b, namespace: ns}
+spec:
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["b.com"]}]
+`)
+	mg := MergeGateways(store.List(schema.Gateway, ""))
+	if !slices.Equal(mg.HTTPPorts, []uint32{80, 8080}) {
+		t.Errorf("ports %v", mg.HTTPPorts)
+	}
+	if s := mg.HTTPServers[80]; len(s) != 2 || s[0].Gateway.Name != "a" || s[0].Index != 1 || s[1].Gateway.Name != "b" {
+		t.Errorf("port 80 servers in gateway order: %+v", s)
+	}
+	if len(mg.Errors) != 1 || mg.Errors[0].Field != "spec.servers[2].port.protocol" {
+		t.Errorf("HTTPS reported as not served yet: %v", mg.Errors)
+	}
+	if ListenerName(80) != "0.0.0.0_80" || RouteName(80) != "http.80" {
+		t.Error("Istio names")
+	}
+}
