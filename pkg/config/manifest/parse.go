@@ -110,7 +110,14 @@ func parseDocument(doc []byte, src string, opts Options) (config.Config, *config
 	}
 	spec := s.NewSpec()
 	if len(obj.Spec) > 0 && string(obj.Spec) != "null" {
-		if err := protojson.Unmarshal(obj.Spec, spec); err != nil {
+		js, err := normalizeDurations(obj.Spec, spec.ProtoReflect().Descriptor())
+		if err != nil {
+			if fe, ok := err.(*config.FieldError); ok {
+				return config.Config{}, &config.Error{Source: src, Key: key, Field: fe.Field, Message: fe.Message}
+			}
+			return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: err.Error()}
+		}
+		if err := protojson.Unmarshal(js, spec); err != nil {
 			return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: cleanProtoError(err)}
 		}
 	}

@@ -1,0 +1,234 @@
+// Package file is the file-mode config source: it reads Istio networking
+// config from a directory of YAML/JSON manifests, keeps it in memory, and
+// tells registered handlers about every object added, updated or deleted.
+//
+// A broken edit must never take config away from running proxies, so a
+// file that fails to parse keeps the objects it last contributed, an object
+// that fails validation keeps its last valid version, and every problem is
+// reported through ConfigErrors instead of aborting the load.
+package file
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+	"github.com/wayfinder-dev/wayfinder/pkg/queue"
+)
+
+// Options configure a Controller.
+type Options struct {
+	// Dir is the directory read recursively for *.yaml, *.yml and *.json.
+	Dir string
+	// RescanInterval is how often the whole directory is re-read, as a
+	// backstop for changes the file watcher missed. Defaults to 30s.
+	RescanInterval time.Duration
+	// Clock drives the rescan ticker and change coalescing; defaults to the
+	// real clock.
+	Clock clock.WithTicker
+	// Logger receives config problems and watcher trouble; defaults to
+	// slog.Default().
+	Logger *slog.Logger
+	// Parse tunes manifest parsing (the default namespace).
+	Parse manifest.Options
+	// Queue carries events to handlers. If nil the controller creates one
+	// and Run runs it; a queue passed in must be run by its owner.
+	Queue *queue.Queue
+
+	// validate replaces validation.Validate in tests.
+	validate func(config.Config) error
+	// disableWatch turns off fsnotify in tests of the rescan backstop.
+	disableWatch bool
+}
+
+const defaultRescanInterval = 30 * time.Second
+
+// Controller is the file-mode model.ConfigStoreController.
+type Controller struct {
+	opts     Options
+	log      *slog.Logger
+	clock    clock.WithTicker
+	queue    *queue.Queue
+	ownQueue bool
+	validate func(config.Config) error
+
+	// scanMu serialises scans, so the events of one scan are all queued
+	// before those of the next.
+	scanMu sync.Mutex
+	// files is the state of every config file, by path. Guarded by scanMu.
+	files map[string]*fileState
+	// reported holds the problems already logged. Guarded by scanMu.
+	reported map[string]bool
+
+	// mu guards the store view read by Get, List and ConfigErrors. It runs
+	// ahead of what handlers have been told.
+	mu      sync.RWMutex
+	objects map[config.Key]config.Config
+	byKind  map[schema.Kind][]config.Config
+	errs    []*config.Error
+
+	// handlers and delivered are touched only by queue tasks, which run one
+	// at a time and in order: delivered is exactly what handlers have been
+	// told, so a late handler is replayed precisely that, no more, no less.
+	handlers  map[schema.Kind][]model.EventHandler
+	delivered map[config.Key]config.Config
+
+	syncMu      sync.Mutex
+	loaded      bool // the initial load's events have run
+	pendingRegs int  // handlers registered before sync, not yet replayed
+	synced      atomic.Bool
+}
+
+var (
+	_ model.ConfigStoreController = (*Controller)(nil)
+	_ model.ConfigErrorReporter   = (*Controller)(nil)
+)
+
+// New reads Dir and queues an add for every object found. It starts no
+// goroutines; Run watches for changes.
+func New(opts Options) (*Controller, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("config directory is not set")
+	}
+	opts.Dir = filepath.Clean(opts.Dir)
+	st, err := os.Stat(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("config directory %q: %w", opts.Dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("config directory %q is not a directory", opts.Dir)
+	}
+	if opts.RescanInterval <= 0 {
+		opts.RescanInterval = defaultRescanInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.validate == nil {
+		opts.validate = validation.Validate
+	}
+	c := &Controller{
+		opts:      opts,
+		log:       opts.Logger.With("dir", opts.Dir),
+		clock:     opts.Clock,
+		queue:     opts.Queue,
+		validate:  opts.validate,
+		files:     map[string]*fileState{},
+		reported:  map[string]bool{},
+		objects:   map[config.Key]config.Config{},
+		byKind:    map[schema.Kind][]config.Config{},
+		handlers:  map[schema.Kind][]model.EventHandler{},
+		delivered: map[config.Key]config.Config{},
+	}
+	if c.queue == nil {
+		c.queue = queue.New(queue.Options{Clock: opts.Clock, Logger: opts.Logger})
+		c.ownQueue = true
+	}
+	c.rescan()
+	c.queue.Push(func() error {
+		c.syncMu.Lock()
+		defer c.syncMu.Unlock()
+		c.loaded = true
+		c.updateSynced()
+		return nil
+	})
+	return c, nil
+}
+
+// Get returns the object or nil. The result is a copy of the stored
+// metadata sharing the stored spec, which must not be mutated.
+func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	obj, ok := c.objects[config.Key{Kind: kind, Namespace: namespace, Name: name}]
+	if !ok {
+		return nil
+	}
+	return &obj
+}
+
+// List returns the objects of kind in namespace ("" for all), sorted by
+// namespace then name.
+func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	all := c.byKind[kind]
+	if namespace == "" {
+		return slices.Clone(all)
+	}
+	var out []config.Config
+	for _, obj := range all {
+		if obj.Namespace == namespace {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// ConfigErrors returns the problems standing now, sorted by file, document,
+// object and field. They clear when the file is fixed or removed.
+func (c *Controller) ConfigErrors() []*config.Error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Clone(c.errs)
+}
+
+// HasSynced reports whether the initial load has been delivered to every
+// handler registered before that happened. It never goes back to false.
+func (c *Controller) HasSynced() bool { return c.synced.Load() }
+
+// RegisterEventHandler adds handler for kind. Registration runs as a task
+// on the event queue, so it is ordered with event delivery: the handler is
+// first given an add for every object already delivered, then every later
+// event, with nothing missed or repeated.
+func (c *Controller) RegisterEventHandler(kind schema.Kind, handler model.EventHandler) {
+	c.syncMu.Lock()
+	counted := !c.synced.Load()
+	if counted {
+		c.pendingRegs++
+	}
+	c.syncMu.Unlock()
+	c.queue.Push(func() error {
+		c.handlers[kind] = append(c.handlers[kind], handler)
+		var existing []config.Config
+		for k, obj := range c.delivered {
+			if k.Kind == kind {
+				existing = append(existing, obj)
+			}
+		}
+		slices.SortFunc(existing, compareConfigs)
+		for _, obj := range existing {
+			handler(config.Config{}, obj, model.EventAdd)
+		}
+		if counted {
+			c.syncMu.Lock()
+			c.pendingRegs--
+			c.updateSynced()
+			c.syncMu.Unlock()
+		}
+		return nil
+	})
+}
+
+// updateSynced must be called with syncMu held.
+func (c *Controller) updateSynced() {
+	if c.loaded && c.pendingRegs == 0 {
+		c.synced.Store(true)
+	}
+}

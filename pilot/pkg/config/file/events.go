@@ -1,0 +1,90 @@
+package file
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// change is one difference between two store views.
+type change struct {
+	event model.Event
+	old   config.Config
+	cur   config.Config
+	// silent marks an object whose content is unchanged but whose stored
+	// value was replaced (its Source moved, say): handlers are not called,
+	// only the delivered view is refreshed.
+	silent bool
+}
+
+// diff returns the changes from old to cur, sorted by key.
+func diff(old, cur map[config.Key]config.Config) []change {
+	keys := make([]config.Key, 0, len(cur))
+	for k := range cur {
+		keys = append(keys, k)
+	}
+	for k := range old {
+		if _, ok := cur[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	var out []change
+	for _, k := range keys {
+		o, hadOld := old[k]
+		n, hasNew := cur[k]
+		switch {
+		case !hadOld:
+			out = append(out, change{event: model.EventAdd, cur: n})
+		case !hasNew:
+			out = append(out, change{event: model.EventDelete, cur: o})
+		case !config.SameContent(o, n):
+			out = append(out, change{event: model.EventUpdate, old: o, cur: n})
+		case o.Spec != n.Spec || o.Source != n.Source:
+			out = append(out, change{event: model.EventUpdate, old: o, cur: n, silent: true})
+		}
+	}
+	return out
+}
+
+// deliver returns the queue task that applies ch to the delivered view and
+// calls the handlers of its kind.
+func (c *Controller) deliver(ch change) func() error {
+	return func() error {
+		key := ch.cur.Key()
+		if ch.event == model.EventDelete {
+			delete(c.delivered, key)
+		} else {
+			c.delivered[key] = ch.cur
+		}
+		if ch.silent {
+			return nil
+		}
+		for _, h := range c.handlers[key.Kind] {
+			h(ch.old, ch.cur, ch.event)
+		}
+		return nil
+	}
+}
+
+// indexByKind groups objects by kind, each list sorted by namespace then
+// name, ready for List.
+func indexByKind(objects map[config.Key]config.Config) map[schema.Kind][]config.Config {
+	out := map[schema.Kind][]config.Config{}
+	for k, obj := range objects {
+		out[k.Kind] = append(out[k.Kind], obj)
+	}
+	for _, list := range out {
+		slices.SortFunc(list, compareConfigs)
+	}
+	return out
+}
+
+func compareKeys(a, b config.Key) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+func compareConfigs(a, b config.Config) int { return compareKeys(a.Key(), b.Key()) }

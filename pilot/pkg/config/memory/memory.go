@@ -1,0 +1,68 @@
+// Package memory is a read-only model.ConfigStore over a fixed list of
+// objects: what tests, golden harnesses and benchmarks build a push context
+// from without a file watcher or a cluster.
+package memory
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// Store holds objects indexed by kind, each kind sorted by namespace then
+// name. It never changes after New, so it is safe for concurrent reads.
+type Store struct {
+	byKind map[schema.Kind][]config.Config
+}
+
+var _ model.ConfigStore = (*Store)(nil)
+
+// New indexes configs. When two objects share a kind, namespace and name
+// the later one wins, as a later apply would.
+func New(configs []config.Config) *Store {
+	s := &Store{byKind: map[schema.Kind][]config.Config{}}
+	index := map[config.Key]int{}
+	for _, c := range configs {
+		k := c.Key()
+		if i, ok := index[k]; ok {
+			s.byKind[k.Kind][i] = c
+			continue
+		}
+		index[k] = len(s.byKind[k.Kind])
+		s.byKind[k.Kind] = append(s.byKind[k.Kind], c)
+	}
+	for _, cs := range s.byKind {
+		slices.SortFunc(cs, func(a, b config.Config) int {
+			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		})
+	}
+	return s
+}
+
+// Get returns the object or nil.
+func (s *Store) Get(kind schema.Kind, namespace, name string) *config.Config {
+	cs := s.byKind[kind]
+	i, ok := slices.BinarySearchFunc(cs, [2]string{namespace, name}, func(c config.Config, t [2]string) int {
+		return cmp.Or(strings.Compare(c.Namespace, t[0]), strings.Compare(c.Name, t[1]))
+	})
+	if !ok {
+		return nil
+	}
+	return &cs[i]
+}
+
+// List returns the objects of kind in namespace ("" for all), sorted by
+// namespace then name. The slice is the caller's; the objects are shared.
+func (s *Store) List(kind schema.Kind, namespace string) []config.Config {
+	var out []config.Config
+	for _, c := range s.byKind[kind] {
+		if namespace == "" || c.Namespace == namespace {
+			out = append(out, c)
+		}
+	}
+	return out
+}

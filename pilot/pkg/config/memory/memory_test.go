@@ -1,0 +1,68 @@
+package memory
+
+import (
+	"testing"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+func gw(ns, name string, hosts ...string) config.Config {
+	return config.Config{
+		Meta: config.Meta{Kind: schema.Gateway, Namespace: ns, Name: name},
+		Spec: &networking.Gateway{Servers: []*networking.Server{{Hosts: hosts}}},
+	}
+}
+
+func TestListSortsAndFiltersByNamespace(t *testing.T) {
+	s := New([]config.Config{gw("b", "x"), gw("a", "z"), gw("a", "y"),
+		{Meta: config.Meta{Kind: schema.VirtualService, Namespace: "a", Name: "vs"}, Spec: &networking.VirtualService{}}})
+	var got []string
+	for _, c := range s.List(schema.Gateway, "") {
+		got = append(got, c.Namespace+"/"+c.Name)
+	}
+	want := []string{"a/y", "a/z", "b/x"}
+	if len(got) != len(want) {
+		t.Fatalf("List = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("List = %v, want %v", got, want)
+		}
+	}
+	if n := len(s.List(schema.Gateway, "a")); n != 2 {
+		t.Errorf("List(namespace a) has %d objects, want 2", n)
+	}
+	if n := len(s.List(schema.DestinationRule, "")); n != 0 {
+		t.Errorf("List(DestinationRule) has %d objects, want 0", n)
+	}
+	if n := len(s.List(schema.VirtualService, "")); n != 1 {
+		t.Errorf("List(VirtualService) has %d objects, want 1", n)
+	}
+}
+
+func TestGet(t *testing.T) {
+	s := New([]config.Config{gw("a", "y"), gw("b", "x")})
+	if c := s.Get(schema.Gateway, "b", "x"); c == nil || c.Name != "x" || c.Namespace != "b" {
+		t.Errorf("Get(b/x) = %v", c)
+	}
+	if c := s.Get(schema.Gateway, "a", "x"); c != nil {
+		t.Errorf("Get(a/x) = %v, want nil", c)
+	}
+	if c := s.Get(schema.VirtualService, "a", "y"); c != nil {
+		t.Errorf("Get(VirtualService a/y) = %v, want nil", c)
+	}
+}
+
+func TestLaterDuplicateWins(t *testing.T) {
+	s := New([]config.Config{gw("a", "x", "old.example.com"), gw("a", "x", "new.example.com")})
+	list := s.List(schema.Gateway, "")
+	if len(list) != 1 {
+		t.Fatalf("List has %d objects, want 1", len(list))
+	}
+	if h := list[0].Spec.(*networking.Gateway).GetServers()[0].GetHosts()[0]; h != "new.example.com" {
+		t.Errorf("kept host %q, want the later object's new.example.com", h)
+	}
+}

@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
+	"google.golang.org/protobuf/types/known/anypb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster/policy"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// CredentialCASecretName is the SDS secret name Istio gives the CA bundle
+// of a DestinationRule's credentialName.
+func CredentialCASecretName(credentialName string) string {
+	return "kubernetes://" + credentialName + "-cacert"
+}
+
+// applyTLS originates TLS for the policy's tls settings. Only SIMPLE is
+// supported; MUTUAL and ISTIO_MUTUAL are reported and the cluster stays
+// plaintext. Settings Envoy would reject are reported with drop set: the
+// cluster must then not be built, since plaintext is not what was asked
+// for. As in Istio, SIMPLE with neither caCertificates nor
+// credentialName does not verify the server; with one of them it verifies
+// the chain and, when subjectAltNames are given, the names.
+func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host string) (err *config.Error, drop bool) {
+	tls := pol.TLS
+	switch tls.GetMode() {
+	case networking.ClientTLSSettings_DISABLE:
+		return nil, false
+	case networking.ClientTLSSettings_SIMPLE:
+	default:
+		return pol.Error(pol.TLSField+".mode", "TLS mode %s is not supported yet; requests to %s are sent without TLS", tls.GetMode(), host), false
+	}
+	common := &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2}}
+	verify := !tls.GetInsecureSkipVerify().GetValue()
+	sans := sanMatchers(tls.GetSubjectAltNames())
+	verifying := false
+	switch {
+	case !verify:
+	case tls.GetCredentialName() != "":
+		// The CA comes from the named secret over SDS (ADS); the names to
+		// check stay in the static part of the combined context.
+		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext: &tlsv3.CertificateValidationContext{MatchTypedSubjectAltNames: sans},
+				ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{
+					Name: CredentialCASecretName(tls.GetCredentialName()), SdsConfig: adsConfigSource()},
+			}}
+		verifying = true
+	case tls.GetCaCertificates() != "":
+		vc := &tlsv3.CertificateValidationContext{
+			TrustedCa:                 &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: tls.GetCaCertificates()}},
+			MatchTypedSubjectAltNames: sans,
+		}
+		if crl := tls.GetCaCrl(); crl != "" {
+			vc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: crl}}
+		}
+		common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
+		verifying = true
+	}
+	if h.h2 {
+		common.AlpnProtocols = []string{"h2"}
+	}
+	if tls.GetSni() == "" {
+		// Without an explicit SNI, Envoy sends the request's host; with
+		// verification on and no names given, it also checks the
+		// certificate against that host.
+		h.upstream = &corev3.UpstreamHttpProtocolOptions{AutoSni: true, AutoSanValidation: verifying && len(sans) == 0}
+	}
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: common, Sni: tls.GetSni()}
+	// Cluster validation does not look inside the Any, so check here.
+	if verr := ctx.ValidateAll(); verr != nil {
+		return pol.Error(pol.TLSField, "upstream TLS settings for %s would be rejected by Envoy and its cluster %s is not built: %v", host, c.Name, verr), true
+	}
+	a, aerr := anypb.New(ctx)
+	if aerr != nil {
+		return pol.Error(pol.TLSField, "cannot encode upstream TLS settings for cluster %s, which is not built: %v", c.Name, aerr), true
+	}
+	c.TransportSocket = &corev3.TransportSocket{Name: wellknown.TransportSocketTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: a}}
+	return nil, false
+}
+
+// sanMatchers matches each name exactly: as a URI SAN when it looks like
+// one (spiffe://...), else as a DNS SAN.
+func sanMatchers(names []string) []*tlsv3.SubjectAltNameMatcher {
+	out := make([]*tlsv3.SubjectAltNameMatcher, 0, len(names))
+	for _, n := range names {
+		typ := tlsv3.SubjectAltNameMatcher_DNS
+		if strings.Contains(n, "://") {
+			typ = tlsv3.SubjectAltNameMatcher_URI
+		}
+		out = append(out, &tlsv3.SubjectAltNameMatcher{SanType: typ,
+			Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: n}}})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

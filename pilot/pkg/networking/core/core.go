@@ -1,0 +1,125 @@
+// Package core is the translation entry point the xDS server calls. It
+// splits the work the way resources are shared: clusters and endpoints
+// depend only on services and DestinationRules, so BuildServices runs once
+// per push for every proxy; listeners and routes depend on the Gateways
+// selecting a proxy, so BuildGateway runs once per distinct gateway
+// configuration (model.GatewayGroupKey) and is shared by every proxy in it.
+//
+// Everything here is a pure function of the push context: no I/O, no
+// clocks, deterministic output.
+package core
+
+import (
+	"slices"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/endpoint"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/listener"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/route"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// GatewayResources are the listeners and routes of one gateway
+// configuration, sorted by name, and the problems found building them.
+type GatewayResources struct {
+	Listeners []*listenerv3.Listener
+	Routes    []*routev3.RouteConfiguration
+	Errors    []*config.Error
+}
+
+// BuildGateway translates the Gateways selecting a proxy (as returned by
+// push.GatewaysForProxy) into listeners and routes. Errors are those of
+// merging the servers, then of the listeners, then of the routes.
+//
+// Every route configuration returned is named by a listener, and every
+// listener's route configuration is returned, so a snapshot built from
+// them is consistent: a route configuration whose listener could not be
+// built is dropped, and a listener whose routes are missing gets an empty
+// route configuration (Envoy answers 404) rather than waiting forever.
+func BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
+	mg := model.MergeGateways(gateways)
+	var out GatewayResources
+	out.Errors = append(out.Errors, mg.Errors...)
+
+	listeners, errs := listener.BuildGatewayListeners(mg)
+	out.Listeners = listeners
+	out.Errors = append(out.Errors, errs...)
+
+	routes, errs := route.BuildGatewayRoutes(push, mg)
+	out.Errors = append(out.Errors, errs...)
+
+	byName := make(map[string]*routev3.RouteConfiguration, len(routes))
+	for _, r := range routes {
+		byName[r.GetName()] = r
+	}
+	for _, l := range listeners {
+		name := rdsName(l)
+		if name == "" {
+			continue
+		}
+		r := byName[name]
+		if r == nil {
+			r = &routev3.RouteConfiguration{Name: name}
+		}
+		out.Routes = append(out.Routes, r)
+	}
+	slices.SortFunc(out.Routes, func(a, b *routev3.RouteConfiguration) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// rdsName is the route configuration a gateway listener fetches.
+func rdsName(l *listenerv3.Listener) string {
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			hcm := &hcmv3.HttpConnectionManager{}
+			if f.GetTypedConfig().UnmarshalTo(hcm) == nil {
+				if n := hcm.GetRds().GetRouteConfigName(); n != "" {
+					return n
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// ServiceResources are the clusters and endpoints shared by every gateway
+// configuration, sorted by name, and the problems found building them.
+type ServiceResources struct {
+	Clusters  []*clusterv3.Cluster
+	Endpoints []*endpointv3.ClusterLoadAssignment
+	Errors    []*config.Error
+}
+
+// BuildServices translates every service and DestinationRule of the push.
+// push.Errors (cross-object indexing problems) are not repeated here.
+func BuildServices(push *model.PushContext) ServiceResources {
+	var out ServiceResources
+	clusters, errs := cluster.BuildClusters(push)
+	out.Clusters = clusters
+	out.Errors = append(out.Errors, errs...)
+	eps, errs := endpoint.BuildEndpoints(push)
+	out.Errors = append(out.Errors, errs...)
+
+	// Keep exactly one assignment per EDS cluster: a cluster left out
+	// because Envoy would reject it must not leave its endpoints behind.
+	eds := map[string]bool{}
+	for _, c := range clusters {
+		if c.GetType() == clusterv3.Cluster_EDS {
+			eds[c.GetEdsClusterConfig().GetServiceName()] = true
+		}
+	}
+	for _, e := range eps {
+		if eds[e.GetClusterName()] {
+			out.Endpoints = append(out.Endpoints, e)
+		}
+	}
+	return out
+}

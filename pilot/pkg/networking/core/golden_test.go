@@ -1,0 +1,292 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protopath"
+	"google.golang.org/protobuf/reflect/protorange"
+	"google.golang.org/protobuf/types/known/anypb"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the translators and delete goldens whose input is gone")
+
+// validator is what every generated resource must satisfy.
+type validator interface {
+	proto.Message
+	ValidateAll() error
+}
+
+// translation is everything one input produces.
+type translation struct {
+	gateway  GatewayResources
+	services ServiceResources
+	errors   []*config.Error
+}
+
+// defaultProxyLabels are those of Istio's default ingress gateway.
+var defaultProxyLabels = map[string]string{"istio": "ingressgateway"}
+
+// proxyLabels reads "# proxy-labels: k=v,k2=v2" from the input's first
+// line; without it the proxy is the default ingress gateway.
+func proxyLabels(t *testing.T, data []byte) map[string]string {
+	first, _, _ := strings.Cut(string(data), "\n")
+	spec, ok := strings.CutPrefix(strings.TrimSpace(first), "# proxy-labels:")
+	if !ok {
+		return defaultProxyLabels
+	}
+	labels := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(spec), ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			t.Fatalf("proxy-labels: %q is not key=value", kv)
+		}
+		labels[k] = v
+	}
+	return labels
+}
+
+// translate runs the whole pipeline a file-mode control plane runs: parse,
+// validate (invalid objects are reported and left out, as the store does),
+// index, translate for the proxy.
+func translate(t *testing.T, file string, data []byte) translation {
+	cfgs, errs := manifest.Parse(file, data, manifest.Options{})
+	var valid []config.Config
+	for _, c := range cfgs {
+		if err := validation.Validate(c); err != nil {
+			errs = append(errs, config.ErrorsFor(c.Source, c.Key(), err)...)
+			continue
+		}
+		valid = append(valid, c)
+	}
+	push := model.NewPushContext(memory.New(valid))
+	errs = append(errs, push.Errors...)
+	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data)}
+	tr := translation{
+		gateway:  BuildGateway(push, push.GatewaysForProxy(proxy)),
+		services: BuildServices(push),
+	}
+	tr.errors = append(append(errs, tr.gateway.Errors...), tr.services.Errors...)
+	return tr
+}
+
+// render writes the sections in a fixed order, each resource through
+// protojson (Envoy's canonical JSON) and then YAML, whose key order is
+// sorted, so output is byte-for-byte stable.
+func render(t *testing.T, tr translation) []byte {
+	var b bytes.Buffer
+	section(t, &b, "listeners", tr.gateway.Listeners)
+	section(t, &b, "routes", tr.gateway.Routes)
+	section(t, &b, "clusters", tr.services.Clusters)
+	section(t, &b, "endpoints", tr.services.Endpoints)
+	msgs := make([]string, 0, len(tr.errors))
+	for _, e := range tr.errors {
+		msgs = append(msgs, e.Error())
+	}
+	writeYAML(t, &b, "errors", msgs)
+	return b.Bytes()
+}
+
+func section[M proto.Message](t *testing.T, b *bytes.Buffer, name string, msgs []M) {
+	items := make([]json.RawMessage, 0, len(msgs))
+	for _, m := range msgs {
+		js, err := protojson.Marshal(m)
+		if err != nil {
+			t.Fatalf("%s: protojson: %v", name, err)
+		}
+		items = append(items, js)
+	}
+	writeYAML(t, b, name, items)
+}
+
+func writeYAML(t *testing.T, b *bytes.Buffer, name string, v any) {
+	js, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if bytes.Equal(y, []byte("[]\n")) {
+		b.WriteString(name + ": []\n")
+		return
+	}
+	b.WriteString(name + ":\n")
+	b.Write(y)
+}
+
+// checkResources asserts what Envoy and go-control-plane demand of the
+// output: every resource passes its proto validation, names are unique,
+// and a snapshot of them is consistent (every RDS name and EDS cluster has
+// its resource, and nothing is left over).
+func checkResources(t *testing.T, tr translation) {
+	resources := map[resourcev3.Type][]types.Resource{}
+	add := func(typ resourcev3.Type, name string, m validator) {
+		if err := validateDeep(m); err != nil {
+			t.Errorf("%s %s fails validation: %v", typ, name, err)
+		}
+		resources[typ] = append(resources[typ], m)
+	}
+	names := map[string]bool{}
+	unique := func(kind, name string) {
+		if names[kind+"/"+name] {
+			t.Errorf("duplicate %s %q", kind, name)
+		}
+		names[kind+"/"+name] = true
+	}
+	for _, l := range tr.gateway.Listeners {
+		unique("listener", l.Name)
+		add(resourcev3.ListenerType, l.Name, l)
+	}
+	for _, r := range tr.gateway.Routes {
+		unique("route", r.Name)
+		add(resourcev3.RouteType, r.Name, r)
+	}
+	for _, c := range tr.services.Clusters {
+		unique("cluster", c.Name)
+		add(resourcev3.ClusterType, c.Name, c)
+	}
+	for _, e := range tr.services.Endpoints {
+		unique("endpoint", e.ClusterName)
+		add(resourcev3.EndpointType, e.ClusterName, e)
+	}
+	snap, err := cachev3.NewSnapshot("1", resources)
+	if err != nil {
+		t.Fatalf("NewSnapshot: %v", err)
+	}
+	if err := snap.Consistent(); err != nil {
+		t.Errorf("snapshot is not consistent: %v", err)
+	}
+}
+
+// validateDeep runs ValidateAll on m and on every message packed in an Any
+// inside it (an HTTP connection manager, a TLS context), which the
+// generated validators do not look into but Envoy does.
+func validateDeep(m validator) error {
+	if err := m.ValidateAll(); err != nil {
+		return err
+	}
+	return protorange.Range(m.ProtoReflect(), func(p protopath.Values) error {
+		last := p.Index(-1)
+		if last.Step.Kind() != protopath.AnyExpandStep {
+			return nil
+		}
+		inner, ok := last.Value.Message().Interface().(validator)
+		if !ok {
+			return fmt.Errorf("%s: packed %s has no validator", p.Path[1:], last.Value.Message().Descriptor().FullName())
+		}
+		if err := inner.ValidateAll(); err != nil {
+			return fmt.Errorf("%s: %w", p.Path[1:], err)
+		}
+		return nil
+	})
+}
+
+func TestValidateDeepLooksInsideAny(t *testing.T) {
+	bad, err := anypb.New(&hcmv3.HttpConnectionManager{}) // no stat_prefix, no route
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listenerv3.Listener{Name: "l", FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
+		Name: "hcm", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: bad}}}}}}
+	if err := l.ValidateAll(); err != nil {
+		t.Fatalf("outer listener should pass its own validation: %v", err)
+	}
+	if err := validateDeep(l); err == nil {
+		t.Error("validateDeep accepted an invalid packed connection manager")
+	}
+}
+
+func TestGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no testdata/*.in.yaml inputs (err %v)", err)
+	}
+	cases := map[string]bool{}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		cases[name] = true
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Base(in)
+			tr := translate(t, file, data)
+			checkResources(t, tr)
+			got := render(t, tr)
+			if again := render(t, translate(t, file, data)); !bytes.Equal(got, again) {
+				t.Errorf("two translations of the same input differ:\n%s", firstDiff(got, again))
+			}
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, firstDiff(want, got))
+			}
+		})
+	}
+	goldens, _ := filepath.Glob(filepath.Join("testdata", "*.golden.yaml"))
+	for _, g := range goldens {
+		if cases[strings.TrimSuffix(filepath.Base(g), ".golden.yaml")] {
+			continue
+		}
+		if *update {
+			if err := os.Remove(g); err != nil {
+				t.Error(err)
+			}
+			continue
+		}
+		t.Errorf("%s has no input; run with -update to delete it", g)
+	}
+}
+
+// firstDiff shows the first differing line with a little context.
+func firstDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return "line " + itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl
+		}
+	}
+	return "(no line differs)"
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,133 @@
+// Package listener translates a merged gateway configuration into Envoy
+// listeners: one per HTTP port, named like Istio's ("0.0.0.0_80"), each an
+// HTTP connection manager that fetches its routes ("http.80") over RDS.
+package listener
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// HTTPFilterNames are the HTTP filters of every gateway listener, in order.
+// Routes configure fault injection and CORS per route through
+// typed_per_filter_config under the first two names; the router comes last.
+var HTTPFilterNames = []string{wellknown.Fault, wellknown.CORS, wellknown.Router}
+
+// BuildGatewayListeners returns one listener per HTTP port of mg, sorted by
+// name. A listener Envoy would reject is reported against the gateways
+// serving that port and left out.
+func BuildGatewayListeners(mg *model.MergedGateway) ([]*listenerv3.Listener, []*config.Error) {
+	var out []*listenerv3.Listener
+	var errs []*config.Error
+	for _, port := range mg.HTTPPorts {
+		l, err := buildListener(port)
+		if err == nil {
+			err = l.ValidateAll()
+		}
+		if err != nil {
+			for _, s := range mg.HTTPServers[port] {
+				errs = append(errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: fmt.Sprintf("spec.servers[%d]", s.Index),
+					Message: fmt.Sprintf("listener %s would be rejected by Envoy and is not built: %v", model.ListenerName(port), err)})
+			}
+			continue
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b *listenerv3.Listener) int { return strings.Compare(a.Name, b.Name) })
+	return out, errs
+}
+
+func buildListener(port uint32) (*listenerv3.Listener, error) {
+	// Validation of the listener does not look inside Any fields, so the
+	// connection manager is checked on its own.
+	cm := ConnectionManager(port)
+	if err := cm.ValidateAll(); err != nil {
+		return nil, err
+	}
+	hcm, err := anypb.New(cm)
+	if err != nil {
+		return nil, err
+	}
+	return &listenerv3.Listener{
+		Name: model.ListenerName(port),
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address:       "0.0.0.0",
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+		}}},
+		// Istio marks gateway listeners outbound: they send traffic out
+		// to services, and stats and stat prefixes follow from that.
+		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+		FilterChains: []*listenerv3.FilterChain{{
+			Filters: []*listenerv3.Filter{{
+				Name:       wellknown.HTTPConnectionManager,
+				ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
+			}},
+		}},
+	}, nil
+}
+
+// ConnectionManager is the HTTP connection manager of the gateway listener
+// on port, with the defaults Istio gives gateways.
+func ConnectionManager(port uint32) *hcmv3.HttpConnectionManager {
+	filters := make([]*hcmv3.HttpFilter, 0, len(HTTPFilterNames))
+	for _, f := range []struct {
+		name string
+		cfg  proto.Message
+	}{{wellknown.Fault, &faultv3.HTTPFault{}}, {wellknown.CORS, &corsv3.Cors{}}, {wellknown.Router, &routerv3.Router{}}} {
+		a, _ := anypb.New(f.cfg) // empty well-known messages always encode
+		filters = append(filters, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}})
+	}
+	return &hcmv3.HttpConnectionManager{
+		StatPrefix: "outbound_" + model.ListenerName(port),
+		// AUTO serves HTTP/1.1 and HTTP/2 (prior knowledge or ALPN) on
+		// every port, which HTTP2 and GRPC servers need and HTTP ones
+		// accept; Istio does the same.
+		CodecType: hcmv3.HttpConnectionManager_AUTO,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    adsConfigSource(),
+			RouteConfigName: model.RouteName(port),
+		}},
+		HttpFilters: filters,
+		// The gateway is the edge: the peer address is the client, and
+		// X-Forwarded-For is appended to rather than trusted.
+		UseRemoteAddress: wrapperspb.Bool(true),
+		// A client-supplied X-Forwarded-Client-Cert is never passed on.
+		ForwardClientCertDetails: hcmv3.HttpConnectionManager_SANITIZE_SET,
+		// Istio's default (BASE) path normalisation: RFC 3986 dot-segment
+		// and case normalisation so "/a/../admin" cannot dodge a "/admin"
+		// rule; escaped slashes are left alone and slashes not merged.
+		NormalizePath:                wrapperspb.Bool(true),
+		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_KEEP_UNCHANGED,
+		// Long-lived streams (gRPC streaming, websockets) must not be cut
+		// by Envoy's 5 minute idle default; Istio disables it.
+		StreamIdleTimeout: durationpb.New(0 * time.Second),
+		UpgradeConfigs:    []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+	}
+}
+
+// adsConfigSource fetches over the ADS stream, without Envoy's initial
+// fetch timeout (0 disables it), as Istio configures every dynamic source.
+func adsConfigSource() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		InitialFetchTimeout:   durationpb.New(0),
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+	}
+}

@@ -1,0 +1,111 @@
+package route
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DomainSuffix is the cluster domain appended to short host names, as Istio
+// does by default ("reviews" in namespace default is
+// "reviews.default.svc.cluster.local").
+const DomainSuffix = "cluster.local"
+
+// ResolveShortname turns a short host name ("reviews", no dot) into the
+// fully qualified name of that service in namespace. Names with a dot,
+// wildcards and IP addresses are returned unchanged (lower-cased).
+func ResolveShortname(host, namespace string) string {
+	host = strings.ToLower(host)
+	if host == "" || host == "*" || strings.Contains(host, ".") {
+		return host
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host
+	}
+	return host + "." + namespace + ".svc." + DomainSuffix
+}
+
+// serverHost is one entry of a Gateway server's hosts: "ns/host",
+// "./host", "*/host" or "host".
+type serverHost struct {
+	namespace string // "*" when any namespace may bind
+	host      string
+}
+
+// parseServerHost splits a server host, resolving "." to the Gateway's
+// namespace.
+func parseServerHost(h, gatewayNamespace string) serverHost {
+	ns, host, ok := strings.Cut(h, "/")
+	if !ok {
+		return serverHost{namespace: "*", host: strings.ToLower(h)}
+	}
+	if ns == "." {
+		ns = gatewayNamespace
+	}
+	return serverHost{namespace: ns, host: strings.ToLower(host)}
+}
+
+// allows reports whether a VirtualService in namespace may bind to this host.
+func (s serverHost) allows(namespace string) bool {
+	return s.namespace == "*" || s.namespace == namespace
+}
+
+// isWildcard reports whether h is "*" or "*.suffix".
+func isWildcard(h string) bool { return strings.HasPrefix(h, "*") }
+
+// hostSubsetOf reports whether every name h stands for is also covered by
+// of: "a.example.com" and "*.a.example.com" are subsets of "*.example.com",
+// everything is a subset of "*", and a plain name only of itself.
+func hostSubsetOf(h, of string) bool {
+	if isWildcard(h) {
+		return isWildcard(of) && strings.HasSuffix(h[1:], of[1:])
+	}
+	if isWildcard(of) {
+		return strings.HasSuffix(h, of[1:])
+	}
+	return h == of
+}
+
+// intersectHosts returns the names both sets cover, each as the more
+// specific of the two patterns that matched, sorted and without duplicates.
+// Server "*.example.com" and VirtualService "foo.example.com" give
+// "foo.example.com"; so do server "foo.example.com" and VirtualService "*".
+func intersectHosts(server, vs []string) []string {
+	var out []string
+	for _, s := range server {
+		for _, v := range vs {
+			switch {
+			case hostSubsetOf(s, v):
+				out = append(out, s)
+			case hostSubsetOf(v, s):
+				out = append(out, v)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// virtualHostName is Istio's virtual host name, "host:port".
+func virtualHostName(host string, port uint32) string {
+	return host + ":" + strconv.FormatUint(uint64(port), 10)
+}
+
+// virtualHostDomains lists the Host header values a virtual host answers:
+// the name with and without a port, so "foo.com:8080" behind a load balancer
+// still matches. Envoy allows one wildcard per domain, so a wildcard name
+// gets the listener's port instead of "*"; "*" alone covers everything.
+func virtualHostDomains(host string, port uint32) []string {
+	switch {
+	case host == "*":
+		return []string{"*"}
+	case isWildcard(host):
+		return []string{host, virtualHostName(host, port)}
+	default:
+		if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+			return []string{host, "[" + host + "]:*"}
+		}
+		return []string{host, host + ":*"}
+	}
+}

@@ -1,0 +1,132 @@
+package route
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
+	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+)
+
+// Istio's retry defaults, applied when a route sets no retries and used as
+// the base a route's retries override.
+const (
+	defaultRetryAttempts = 2
+	defaultRetryOn       = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
+	// hostSelectionRetries is how often Envoy re-picks a host the retry
+	// predicate rejected before giving up and using it anyway.
+	hostSelectionRetries = 5
+	previousHostsName    = "envoy.retry_host_predicates.previous_hosts"
+	previousPrioName     = "envoy.retry_priorities.previous_priorities"
+)
+
+// retryConditions are the retry_on values Envoy accepts for HTTP routes;
+// Envoy rejects the whole route configuration for any other.
+var retryConditions = map[string]bool{
+	"5xx": true, "gateway-error": true, "reset": true, "reset-before-request": true, "connect-failure": true,
+	"envoy-ratelimited": true, "retriable-4xx": true, "refused-stream": true, "retriable-status-codes": true,
+	"retriable-headers": true, "http3-post-connect-failure": true,
+	// gRPC conditions.
+	"cancelled": true, "deadline-exceeded": true, "internal": true, "resource-exhausted": true, "unavailable": true,
+}
+
+func previousHostsPredicate() *routev3.RetryPolicy_RetryHostPredicate {
+	a, _ := toAny(&previoushostsv3.PreviousHostsPredicate{})
+	return &routev3.RetryPolicy_RetryHostPredicate{
+		Name:       previousHostsName,
+		ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: a},
+	}
+}
+
+// defaultRetryPolicy is Istio's: two retries on connection failures and
+// 503s, preferring hosts not yet tried.
+func defaultRetryPolicy() *routev3.RetryPolicy {
+	return &routev3.RetryPolicy{
+		NumRetries:                    wrapperspb.UInt32(defaultRetryAttempts),
+		RetryOn:                       defaultRetryOn,
+		RetriableStatusCodes:          []uint32{http.StatusServiceUnavailable},
+		RetryHostPredicate:            []*routev3.RetryPolicy_RetryHostPredicate{previousHostsPredicate()},
+		HostSelectionRetryMaxAttempts: hostSelectionRetries,
+	}
+}
+
+// translateRetries returns the route's retry policy: the default when in is
+// nil, none when attempts is 0, otherwise the default with in's overrides.
+// For a consistent-hash destination retries go back to the hashed host
+// unless the route asks otherwise: the default prefers other hosts.
+func translateRetries(in *networking.HTTPRetry, consistentHash bool, field string, p *problems) *routev3.RetryPolicy {
+	out := defaultRetryPolicy()
+	if consistentHash {
+		out.RetryHostPredicate = nil
+	}
+	if in == nil {
+		return out
+	}
+	if in.GetAttempts() <= 0 {
+		return nil
+	}
+	out.NumRetries = wrapperspb.UInt32(uint32(in.GetAttempts()))
+	if in.GetRetryOn() != "" {
+		out.RetryOn, out.RetriableStatusCodes = parseRetryOn(in.GetRetryOn(), field+".retryOn", p)
+		if len(out.RetriableStatusCodes) > 0 && !strings.Contains(out.RetryOn, "retriable-status-codes") {
+			out.RetryOn = strings.TrimPrefix(out.RetryOn+",retriable-status-codes", ",")
+		}
+	}
+	if d := in.GetPerTryTimeout(); d != nil {
+		if d.AsDuration() <= 0 {
+			p.errorf(field+".perTryTimeout", "must be positive")
+		}
+		out.PerTryTimeout = d
+	}
+	if v := in.GetRetryIgnorePreviousHosts(); v != nil {
+		out.RetryHostPredicate = nil
+		if v.GetValue() {
+			out.RetryHostPredicate = []*routev3.RetryPolicy_RetryHostPredicate{previousHostsPredicate()}
+		}
+	}
+	if in.GetRetryRemoteLocalities().GetValue() {
+		a, _ := toAny(&previousprioritiesv3.PreviousPrioritiesConfig{UpdateFrequency: 2})
+		out.RetryPriority = &routev3.RetryPolicy_RetryPriority{
+			Name:       previousPrioName,
+			ConfigType: &routev3.RetryPolicy_RetryPriority_TypedConfig{TypedConfig: a},
+		}
+	}
+	if b := in.GetBackoff(); b != nil {
+		if b.AsDuration() <= 0 {
+			p.errorf(field+".backoff", "must be positive")
+		}
+		out.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: b}
+	}
+	return out
+}
+
+// parseRetryOn splits retryOn into Envoy conditions and HTTP status codes
+// ("5xx,503" retries on 5xx and on 503).
+func parseRetryOn(s, field string, p *problems) (string, []uint32) {
+	var conds []string
+	var codes []uint32
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(part); err == nil {
+			if http.StatusText(n) == "" {
+				p.errorf(field, "%d is not an HTTP status code", n)
+				continue
+			}
+			codes = append(codes, uint32(n))
+			continue
+		}
+		if !retryConditions[part] {
+			p.errorf(field, "unknown retry condition %q", part)
+			continue
+		}
+		conds = append(conds, part)
+	}
+	return strings.Join(conds, ","), codes
+}

@@ -1,0 +1,111 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// normalizeDurations rewrites every google.protobuf.Duration in spec from
+// Go's notation, which Istio's API accepts ("250ms", "1m30s"), into the
+// seconds form protojson requires ("0.250000000s"). It walks the JSON
+// alongside the message descriptor so only Duration fields are touched.
+// A duration that is neither form is reported with its field path
+// ("spec.http[0].timeout"), which protojson's own error would not name.
+func normalizeDurations(spec []byte, md protoreflect.MessageDescriptor) ([]byte, error) {
+	var v any
+	if err := json.Unmarshal(spec, &v); err != nil {
+		return nil, err
+	}
+	w := walker{}
+	w.message(v, md, "spec")
+	if w.err != nil {
+		return nil, w.err
+	}
+	if !w.changed {
+		return spec, nil
+	}
+	return json.Marshal(v)
+}
+
+type walker struct {
+	changed bool
+	err     *config.FieldError
+}
+
+func (w *walker) message(v any, md protoreflect.MessageDescriptor, path string) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for key, val := range obj {
+		fd := md.Fields().ByJSONName(key)
+		if fd == nil {
+			fd = md.Fields().ByName(protoreflect.Name(key))
+		}
+		if fd == nil || fd.Kind() != protoreflect.MessageKind {
+			continue
+		}
+		field := path + "." + key
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Kind() != protoreflect.MessageKind {
+				continue
+			}
+			if m, ok := val.(map[string]any); ok {
+				for k, item := range m {
+					m[k] = w.value(item, fd.MapValue().Message(), field+"["+strconv.Quote(k)+"]")
+				}
+			}
+		case fd.IsList():
+			if list, ok := val.([]any); ok {
+				for i, item := range list {
+					list[i] = w.value(item, fd.Message(), fmt.Sprintf("%s[%d]", field, i))
+				}
+			}
+		default:
+			obj[key] = w.value(val, fd.Message(), field)
+		}
+	}
+}
+
+func (w *walker) value(v any, md protoreflect.MessageDescriptor, path string) any {
+	if md.FullName() != "google.protobuf.Duration" {
+		w.message(v, md, path)
+		return v
+	}
+	s, ok := v.(string)
+	if !ok || isProtoDuration(s) {
+		return v
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if w.err == nil {
+			w.err = config.FieldErrorf(path, "invalid duration %q: want a number with a unit, such as 250ms, 5s or 1m30s", s)
+		}
+		return v
+	}
+	w.changed = true
+	return fmt.Sprintf("%.9fs", d.Seconds())
+}
+
+// isProtoDuration reports whether s is already in protojson's form: a
+// decimal number of seconds followed by "s".
+func isProtoDuration(s string) bool {
+	num, ok := strings.CutSuffix(s, "s")
+	if !ok || num == "" {
+		return false
+	}
+	for _, r := range strings.TrimPrefix(num, "-") {
+		if (r < '0' || r > '9') && r != '.' {
+			return false
+		}
+	}
+	return true
+}
