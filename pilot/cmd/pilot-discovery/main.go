@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/cmd/pilot-discovery/app"
@@ -10,6 +11,7 @@ import (
 
 func main() {
 	if err := app.NewRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "pilot-discovery:", err)
 		os.Exit(1)
 	}
 }

@@ -46,16 +46,11 @@ func newDiscoveryCommand() *cobra.Command {
 			}
 			s, err := bootstrap.NewServer(opts)
 			if err != nil {
-				logger.Error("cannot start", "err", err)
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			if err := s.Run(ctx); err != nil {
-				logger.Error("stopped with error", "err", err)
-				return err
-			}
-			return nil
+			return s.Run(ctx)
 		},
 	}
 	f := cmd.Flags()

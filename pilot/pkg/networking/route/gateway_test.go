@@ -441,3 +441,38 @@ func TestInvalidEnvoyRouteIsSkipped(t *testing.T) {
 		t.Errorf("routes = %v", got)
 	}
 }
+
+// A route restricted to another port is not "shadowed" on this one: it is
+// simply not there, and no warning is given.
+func TestRouteForOtherPortIsNotShadowed(t *testing.T) {
+	gw := `
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  servers:
+  - port: {number: 8080, name: alt, protocol: HTTP}
+    hosts: ["*"]
+  - port: {number: 9090, name: grpc, protocol: GRPC}
+    hosts: ["*"]
+`
+	rcs, errs := build(t, fixtures, gw, vs("a", "[foo.com]", `
+  - name: on-8080
+    match: [{port: 8080}]
+    route:
+    - destination: {host: reviews.default.svc.cluster.local}
+  - name: on-9090
+    match: [{port: 9090}, {port: 7070}]
+    route:
+    - destination: {host: ratings.default.svc.cluster.local}
+`))
+	if len(errs) != 0 {
+		t.Errorf("no warnings expected, got %v", errs)
+	}
+	if got := routeNames(vhost(t, routeConfig(t, rcs, "http.8080"), "foo.com:8080")); !slices.Equal(got, []string{"on-8080"}) {
+		t.Errorf("8080 routes %v", got)
+	}
+	if got := routeNames(vhost(t, routeConfig(t, rcs, "http.9090"), "foo.com:9090")); !slices.Equal(got, []string{"on-9090"}) {
+		t.Errorf("9090 routes %v", got)
+	}
+}

@@ -46,11 +46,13 @@ func buildVirtualServiceRoutes(ctx routeContext, gatewayKey string, r *reporter)
 			if m != nil {
 				mfield = fmt.Sprintf("%s.match[%d]", field, k)
 			}
-			if catchAll != "" {
-				r.warnf(ctx.vs, mfield, "never matches on port %d: %s before it matches every request; dropped", ctx.port, catchAll)
+			// A match for another port or gateway is simply not here; only
+			// one that would apply can be shadowed.
+			if !matchApplies(m, ctx.port, gatewayKey, ctx.vs.Namespace) {
 				continue
 			}
-			if !matchApplies(m, ctx.port, gatewayKey, ctx.vs.Namespace) {
+			if catchAll != "" {
+				r.warnf(ctx.vs, mfield, "never matches on port %d: %s before it matches every request; dropped", ctx.port, catchAll)
 				continue
 			}
 			mp := &problems{r: r, c: ctx.vs}
@@ -77,12 +79,26 @@ func buildVirtualServiceRoutes(ctx routeContext, gatewayKey string, r *reporter)
 		}
 		if catchAll != "" {
 			for j := i + 1; j < len(spec.GetHttp()); j++ {
+				if !routeApplies(spec.GetHttp()[j], ctx.port, gatewayKey, ctx.vs.Namespace) {
+					continue
+				}
 				r.warnf(ctx.vs, fmt.Sprintf("spec.http[%d]", j), "never matches on port %d: %s before it matches every request; dropped", ctx.port, catchAll)
 			}
 			break
 		}
 	}
 	return out
+}
+
+// routeApplies reports whether any match of an HTTP route is in force on
+// this gateway port; a route without matches always is.
+func routeApplies(http *networking.HTTPRoute, port uint32, gatewayKey, vsNamespace string) bool {
+	if len(http.GetMatch()) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(http.GetMatch(), func(m *networking.HTTPMatchRequest) bool {
+		return matchApplies(m, port, gatewayKey, vsNamespace)
+	})
 }
 
 // matchApplies reports whether match m is in force on this gateway port:

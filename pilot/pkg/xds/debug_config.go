@@ -1,0 +1,205 @@
+package xds
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	admin "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// Configz is the body of /debug/configz.
+type Configz struct {
+	// Configs are every object in the store, by kind (schema order), then
+	// namespace and name.
+	Configs []ConfigzObject `json:"configs"`
+	// Errors are the config problems standing now.
+	Errors []ConfigzError `json:"errors"`
+}
+
+// ConfigzObject is one config object.
+type ConfigzObject struct {
+	Kind            string            `json:"kind"`
+	Namespace       string            `json:"namespace"`
+	Name            string            `json:"name"`
+	Source          string            `json:"source,omitempty"`
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	// Spec is the object's spec in protojson form.
+	Spec json.RawMessage `json:"spec"`
+}
+
+// ConfigzError is one config problem. Origin is "source" (a file or
+// object the source rejected) or "translation".
+type ConfigzError struct {
+	Origin    string `json:"origin"`
+	Source    string `json:"source,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Field     string `json:"field,omitempty"`
+	Message   string `json:"message"`
+	Warning   bool   `json:"warning,omitempty"`
+}
+
+func (s *DiscoveryServer) handleConfigz(w http.ResponseWriter, _ *http.Request) {
+	out := Configz{Configs: []ConfigzObject{}, Errors: []ConfigzError{}}
+	for _, kind := range schema.Kinds() {
+		for _, c := range s.store.List(kind, "") {
+			spec, err := specJSON(c.Spec)
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, fmt.Sprintf("%s: encoding spec: %v", c.Key(), err))
+				return
+			}
+			out.Configs = append(out.Configs, ConfigzObject{
+				Kind: kind.String(), Namespace: c.Namespace, Name: c.Name, Source: c.Source,
+				ResourceVersion: c.ResourceVersion, Labels: c.Labels, Spec: spec,
+			})
+		}
+	}
+	src, tr := s.currentErrors()
+	for _, e := range src {
+		out.Errors = append(out.Errors, configzError("source", e))
+	}
+	for _, e := range tr {
+		out.Errors = append(out.Errors, configzError("translation", e))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func configzError(origin string, e *config.Error) ConfigzError {
+	out := ConfigzError{Origin: origin, Source: e.Source, Field: e.Field, Message: e.Message, Warning: e.Warning,
+		Namespace: e.Key.Namespace, Name: e.Key.Name}
+	if e.Key.Kind != 0 {
+		out.Kind = e.Key.Kind.String()
+	}
+	return out
+}
+
+// specJSON renders a spec with protojson, compacted: protojson varies its
+// whitespace on purpose, and the debug output must be stable.
+func specJSON(m proto.Message) (json.RawMessage, error) {
+	if m == nil {
+		return json.RawMessage("null"), nil
+	}
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// handleConfigDump serves the snapshot a proxy is being served, in Envoy's
+// admin ConfigDump form (what Envoy's /config_dump shows), as protojson.
+func (s *DiscoveryServer) handleConfigDump(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("proxyID")
+	if id == "" {
+		writeError(w, http.StatusBadRequest, "missing query parameter proxyID (a connected proxy's node id; see /debug/adsz)")
+		return
+	}
+	s.mu.Lock()
+	p := s.proxies[id]
+	var snap *cache.Snapshot
+	if p != nil {
+		snap = p.snapshot // immutable once set; safe to read after unlock
+	}
+	s.mu.Unlock()
+	switch {
+	case p == nil:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("proxy %q is not connected (see /debug/adsz)", id))
+		return
+	case snap == nil:
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("proxy %q has no config yet: waiting for config sync and the first push", id))
+		return
+	}
+	dump, err := configDump(snap)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("building config dump for %q: %v", id, err))
+		return
+	}
+	b, err := protojson.Marshal(dump)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("encoding config dump for %q: %v", id, err))
+		return
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	buf.WriteByte('\n')
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// configDump renders a snapshot as Envoy's ConfigDump: clusters, endpoints,
+// listeners and routes, each sorted by name, all dynamic (from xDS).
+func configDump(snap *cache.Snapshot) (*admin.ConfigDump, error) {
+	var err error
+	sorted := func(typeURL string) (string, []*anypb.Any) {
+		items := snap.GetResources(typeURL)
+		out := make([]*anypb.Any, 0, len(items))
+		for _, name := range slices.Sorted(maps.Keys(items)) {
+			a, e := anypb.New(items[name])
+			if e != nil && err == nil {
+				err = fmt.Errorf("%s %s: %w", shortType(typeURL), name, e)
+			}
+			out = append(out, a)
+		}
+		return snap.GetVersion(typeURL), out
+	}
+
+	cds := &admin.ClustersConfigDump{}
+	v, items := sorted(resource.ClusterType)
+	cds.VersionInfo = v
+	for _, a := range items {
+		cds.DynamicActiveClusters = append(cds.DynamicActiveClusters, &admin.ClustersConfigDump_DynamicCluster{VersionInfo: v, Cluster: a})
+	}
+	eds := &admin.EndpointsConfigDump{}
+	v, items = sorted(resource.EndpointType)
+	for _, a := range items {
+		eds.DynamicEndpointConfigs = append(eds.DynamicEndpointConfigs, &admin.EndpointsConfigDump_DynamicEndpointConfig{VersionInfo: v, EndpointConfig: a})
+	}
+	lds := &admin.ListenersConfigDump{}
+	v, items = sorted(resource.ListenerType)
+	lds.VersionInfo = v
+	listeners := snap.GetResources(resource.ListenerType)
+	for i, name := range slices.Sorted(maps.Keys(listeners)) {
+		lds.DynamicListeners = append(lds.DynamicListeners, &admin.ListenersConfigDump_DynamicListener{
+			Name: name, ActiveState: &admin.ListenersConfigDump_DynamicListenerState{VersionInfo: v, Listener: items[i]},
+		})
+	}
+	rds := &admin.RoutesConfigDump{}
+	v, items = sorted(resource.RouteType)
+	for _, a := range items {
+		rds.DynamicRouteConfigs = append(rds.DynamicRouteConfigs, &admin.RoutesConfigDump_DynamicRouteConfig{VersionInfo: v, RouteConfig: a})
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	dump := &admin.ConfigDump{}
+	for _, m := range []proto.Message{cds, eds, lds, rds} {
+		a, err := anypb.New(m)
+		if err != nil {
+			return nil, err
+		}
+		dump.Configs = append(dump.Configs, a)
+	}
+	return dump, nil
+}

@@ -1,0 +1,195 @@
+package xds
+
+import (
+	"cmp"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// Syncz is the body of /debug/syncz.
+type Syncz struct {
+	Proxies []SyncProxy `json:"proxies"`
+}
+
+// SyncProxy is one proxy's protocol state. With several streams for one
+// node id, Types shows the newest stream, the one Envoy is using.
+type SyncProxy struct {
+	ID           string     `json:"id"`
+	GatewayGroup string     `json:"gatewayGroup"`
+	Stream       int64      `json:"stream"`
+	Types        []SyncType `json:"types"`
+}
+
+// SyncType is one xDS type on one stream. Status is SYNCED (the proxy ACKed
+// the version sent), SENT (sent, no answer yet), NACKED (the proxy rejected
+// the version sent and keeps its previous one), or NOT_SENT. Stale is set
+// when the snapshot has a newer version than was sent (the proxy has not
+// asked for it yet).
+type SyncType struct {
+	Type            string    `json:"type"`
+	TypeURL         string    `json:"typeUrl"`
+	Status          string    `json:"status"`
+	SnapshotVersion string    `json:"snapshotVersion,omitempty"`
+	SentVersion     string    `json:"sentVersion,omitempty"`
+	SentNonce       string    `json:"sentNonce,omitempty"`
+	SentAt          time.Time `json:"sentAt,omitzero"`
+	Sends           int       `json:"sends"`
+	AckedVersion    string    `json:"ackedVersion,omitempty"`
+	AckedAt         time.Time `json:"ackedAt,omitzero"`
+	Stale           bool      `json:"stale,omitempty"`
+	LastNack        *SyncNack `json:"lastNack,omitempty"`
+}
+
+// SyncNack is the last rejection of a type. Version is empty when the
+// rejected response was older than the last one sent.
+type SyncNack struct {
+	Version string    `json:"version,omitempty"`
+	Nonce   string    `json:"nonce"`
+	Code    int32     `json:"code,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+func (s *DiscoveryServer) handleSyncz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.syncz())
+}
+
+func (s *DiscoveryServer) syncz() Syncz {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Syncz{Proxies: []SyncProxy{}}
+	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
+		p := s.proxies[id]
+		sp := SyncProxy{ID: id, Types: []SyncType{}}
+		if p.group != nil {
+			sp.GatewayGroup = p.group.key
+		}
+		var st *streamState
+		for _, sid := range slices.Sorted(maps.Keys(p.streams)) {
+			st = p.streams[sid] // newest (highest id) wins
+		}
+		sp.Stream = st.id
+		urls := slices.Collect(maps.Keys(st.types))
+		for _, t := range servedTypes {
+			if !slices.Contains(urls, t) && p.snapshot != nil {
+				urls = append(urls, t) // show types not requested yet as NOT_SENT
+			}
+		}
+		slices.SortFunc(urls, compareTypeURL)
+		for _, u := range urls {
+			sp.Types = append(sp.Types, syncType(u, st.types[u], p))
+		}
+		out.Proxies = append(out.Proxies, sp)
+	}
+	return out
+}
+
+// compareTypeURL orders the served types as ADS sends them, others after.
+func compareTypeURL(a, b string) int {
+	ia, ib := slices.Index(servedTypes, a), slices.Index(servedTypes, b)
+	if ia < 0 {
+		ia = len(servedTypes)
+	}
+	if ib < 0 {
+		ib = len(servedTypes)
+	}
+	return cmp.Or(cmp.Compare(ia, ib), strings.Compare(a, b))
+}
+
+func syncType(typeURL string, ts *typeStatus, p *proxyState) SyncType {
+	out := SyncType{Type: shortType(typeURL), TypeURL: typeURL, Status: "NOT_SENT"}
+	if p.snapshot != nil {
+		out.SnapshotVersion = p.snapshot.GetVersion(typeURL)
+	}
+	if ts == nil {
+		return out
+	}
+	out.SentVersion, out.SentNonce, out.SentAt, out.Sends = ts.sentVersion, ts.sentNonce, ts.sentAt, ts.sends
+	out.AckedVersion, out.AckedAt = ts.ackedVersion, ts.ackedAt
+	if n := ts.lastNack; n != nil {
+		out.LastNack = &SyncNack{Version: n.version, Nonce: n.nonce, Code: n.code, Message: n.message, At: n.at}
+	}
+	switch {
+	case ts.sends == 0:
+	case ts.nackedNonce != "" && ts.nackedNonce == ts.sentNonce:
+		out.Status = "NACKED"
+	case ts.ackedVersion == ts.sentVersion:
+		out.Status = "SYNCED"
+	default:
+		out.Status = "SENT"
+	}
+	out.Stale = ts.sends > 0 && out.SnapshotVersion != "" && out.SnapshotVersion != ts.sentVersion
+	return out
+}
+
+// Adsz is the body of /debug/adsz.
+type Adsz struct {
+	TotalProxies int         `json:"totalProxies"`
+	Proxies      []AdszProxy `json:"proxies"`
+}
+
+// AdszProxy is one connected proxy.
+type AdszProxy struct {
+	ID          string            `json:"id"`
+	Type        string            `json:"type"`
+	IP          string            `json:"ip"`
+	Pod         string            `json:"pod"`
+	Namespace   string            `json:"namespace"`
+	ClusterID   string            `json:"clusterId,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	ConnectedAt time.Time         `json:"connectedAt"`
+	// GatewayGroup is the key of the proxy's gateway configuration (empty
+	// for a proxy no Gateway selects, or before the first push); Gateways
+	// are its Gateways as "namespace/name".
+	GatewayGroup string       `json:"gatewayGroup"`
+	Gateways     []string     `json:"gateways"`
+	Streams      []AdszStream `json:"streams"`
+}
+
+// AdszStream is one ADS stream of a proxy.
+type AdszStream struct {
+	ID       int64     `json:"id"`
+	Peer     string    `json:"peer,omitempty"`
+	OpenedAt time.Time `json:"openedAt"`
+}
+
+func (s *DiscoveryServer) handleAdsz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.adsz())
+}
+
+func (s *DiscoveryServer) adsz() Adsz {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Adsz{TotalProxies: len(s.proxies), Proxies: []AdszProxy{}}
+	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
+		p := s.proxies[id]
+		ap := AdszProxy{
+			ID: id, Type: string(p.proxy.Type), IP: p.proxy.IPAddress, Pod: p.proxy.PodName, Namespace: p.proxy.Namespace,
+			ClusterID: p.proxy.ClusterID, Labels: p.proxy.Labels, ConnectedAt: p.connectedAt,
+			Gateways: []string{}, Streams: []AdszStream{},
+		}
+		if p.group != nil {
+			ap.GatewayGroup = p.group.key
+			ap.Gateways = gatewayNames(p.group.gateways)
+		}
+		for _, sid := range slices.Sorted(maps.Keys(p.streams)) {
+			st := p.streams[sid]
+			ap.Streams = append(ap.Streams, AdszStream{ID: sid, Peer: st.peer, OpenedAt: st.openedAt})
+		}
+		out.Proxies = append(out.Proxies, ap)
+	}
+	return out
+}
+
+func gatewayNames(keys []config.Key) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Namespace + "/" + k.Name
+	}
+	return out
+}

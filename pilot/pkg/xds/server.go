@@ -1,0 +1,206 @@
+package xds
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
+)
+
+// Options configure a DiscoveryServer.
+type Options struct {
+	// Store is read once per push to build the push context. Required.
+	Store model.ConfigStore
+	// Errors, when set, reports the problems the source currently has
+	// (files that do not parse, objects that fail validation). They are
+	// counted with the translation errors and shown by /debug/configz.
+	Errors model.ConfigErrorReporter
+	// Generator translates config; nil means CoreGenerator.
+	Generator Generator
+	// Debounce merges config changes. A nil Clock is replaced by Clock.
+	Debounce debounce.Options
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registry receives the metrics and is served at /metrics; nil means a
+	// new registry.
+	Registry *prometheus.Registry
+	// Clock stamps connections, ACKs and NACKs and times pushes; nil means
+	// the real clock.
+	Clock clock.WithTicker
+}
+
+// DiscoveryServer serves ADS from snapshots computed by pushes. See the
+// package comment for how pushes, NACKs and locking work.
+type DiscoveryServer struct {
+	store   model.ConfigStore
+	errors  model.ConfigErrorReporter
+	gen     Generator
+	log     *slog.Logger
+	clock   clock.WithTicker
+	metrics *metrics
+
+	cache     cache.SnapshotCache
+	sotw      sotw.Server
+	debouncer *debounce.Debouncer[*model.PushRequest]
+
+	// ctx ends every ADS stream; it is cancelled when Run returns.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	synced        atomic.Bool
+	firstPushOnce sync.Once
+	firstPushDone chan struct{}
+
+	// pushMu serialises pushes and proxy connects; see the package comment.
+	pushMu sync.Mutex
+	// loggedErrors are the translation errors already logged (under pushMu).
+	loggedErrors map[string]bool
+
+	// mu guards everything below.
+	mu sync.Mutex
+	// state is the result of the last push; nil before the first.
+	state *pushState
+	// proxies are the connected proxies by node id.
+	proxies map[string]*proxyState
+	// streams are the open ADS streams by go-control-plane stream id,
+	// including streams whose first request has not arrived yet.
+	streams map[int64]*streamState
+}
+
+// NewDiscoveryServer builds a server. Nothing runs until Run; ADS streams
+// may connect before that and wait for the first push.
+func NewDiscoveryServer(opts Options) *DiscoveryServer {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Generator == nil {
+		opts.Generator = CoreGenerator{}
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.Debounce.Clock == nil {
+		opts.Debounce.Clock = opts.Clock
+	}
+	s := &DiscoveryServer{
+		store:         opts.Store,
+		errors:        opts.Errors,
+		gen:           opts.Generator,
+		log:           opts.Logger,
+		clock:         opts.Clock,
+		firstPushDone: make(chan struct{}),
+		proxies:       map[string]*proxyState{},
+		streams:       map[int64]*streamState{},
+	}
+	s.metrics = newMetrics(opts.Registry, s.currentErrors)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// ADS mode: the cache holds EDS and RDS answers until the request names
+	// every resource, and answers watches in CDS, EDS, LDS, RDS order.
+	s.cache = cache.NewSnapshotCache(true, cache.IDHash{}, cpLogger{s.log})
+	s.sotw = sotw.NewServer(s.ctx, s.cache, callbacks{s}, sotw.WithOrderedADS(), sotw.WithLogger(cpLogger{s.log}))
+
+	onFire := opts.Debounce.OnFire
+	opts.Debounce.OnFire = func(merged int, waited time.Duration) {
+		s.metrics.debounce.Observe(waited.Seconds())
+		if onFire != nil {
+			onFire(merged, waited)
+		}
+	}
+	s.debouncer = debounce.New(opts.Debounce, func(a, b *model.PushRequest) *model.PushRequest { return a.Merge(b) }, s.fire)
+	return s
+}
+
+// Register adds the aggregated discovery service (state of the world) to g.
+// Delta xDS is answered with Unimplemented for now.
+func (s *DiscoveryServer) Register(g *grpc.Server) {
+	discovery.RegisterAggregatedDiscoveryServiceServer(g, adsService{s: s})
+}
+
+// adsService adapts the go-control-plane stream handler to the gRPC service.
+type adsService struct {
+	discovery.UnimplementedAggregatedDiscoveryServiceServer
+	s *DiscoveryServer
+}
+
+func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return a.s.sotw.StreamHandler(stream, resource.AnyType)
+}
+
+func (a adsService) DeltaAggregatedResources(discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return status.Error(codes.Unimplemented, "delta xDS is not served yet; use state-of-the-world ADS")
+}
+
+// ConfigUpdate asks for a push. Requests are merged by the debouncer;
+// before Synced they are merged and then dropped, since the first push
+// reads everything anyway.
+func (s *DiscoveryServer) ConfigUpdate(req *model.PushRequest) {
+	if req == nil {
+		return
+	}
+	if req.Start.IsZero() {
+		cp := *req
+		cp.Start = s.clock.Now()
+		req = &cp
+	}
+	s.debouncer.Enqueue(req)
+}
+
+// Synced tells the server the store has delivered its first full load: the
+// first full push is queued. Later calls do nothing.
+func (s *DiscoveryServer) Synced() {
+	if s.synced.Swap(true) {
+		return
+	}
+	s.debouncer.Enqueue(&model.PushRequest{Full: true, Reasons: map[string]int{"synced": 1}, Start: s.clock.Now()})
+}
+
+// FirstPushDone is closed once the first push after Synced has set every
+// connected proxy's snapshot.
+func (s *DiscoveryServer) FirstPushDone() <-chan struct{} { return s.firstPushDone }
+
+// Ready reports whether the server has synced and pushed once.
+func (s *DiscoveryServer) Ready() bool {
+	select {
+	case <-s.firstPushDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Run runs the debouncer and pushes until ctx is cancelled, then ends
+// every ADS stream and returns once the push in progress, if any, is done.
+// Call it once.
+func (s *DiscoveryServer) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.debouncer.Run(ctx) })
+	<-ctx.Done()
+	s.cancel()
+	wg.Wait()
+}
+
+// fire is the debouncer's callback: one merged request, one push.
+func (s *DiscoveryServer) fire(req *model.PushRequest) {
+	if !s.synced.Load() {
+		s.log.Debug("push request before config sync dropped; the first push will read everything", "reasons", req.ReasonList())
+		return
+	}
+	s.push(req)
+}
