@@ -167,7 +167,9 @@ spec:
 	c := connect(t, p.grpcAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := c.WaitFor(ctx, func(s adsc.State) bool { return allACKed(s) && findVirtualHost(s.Routes["http.80"], "bookinfo.example.com:80") != nil }); err != nil {
+	if err := c.WaitFor(ctx, func(s adsc.State) bool {
+		return allACKed(s) && findVirtualHost(s.Routes["http.80"], "bookinfo.example.com:80") != nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if findVirtualHost(c.State().Routes["http.80"], "typo.example.com:80") != nil {

@@ -59,7 +59,9 @@ func (e *env) metric(name string) []string {
 func TestMalformedFileKeepsLastGoodConfig(t *testing.T) {
 	e := newEnv(t, baseFiles())
 	c := e.gateway("gw-1", publicLabels, nil)
-	waitFor(t, c, "initial", func(s adsc.State) bool { return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews") })
+	waitFor(t, c, "initial", func(s adsc.State) bool {
+		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
+	})
 
 	e.write("routes.yaml", routesYAML("/broken")+"\n  this is: [not yaml\n")
 	// Another file changes: the push it causes must still carry routes.yaml's last good routes.
@@ -140,7 +142,9 @@ func TestFileDeletedWhileConnected(t *testing.T) {
 	a := e.gateway("gw-a", publicLabels, nil)
 	b := e.gateway("gw-b", publicLabels, nil)
 	for _, c := range []*adsc.Client{a, b} {
-		waitFor(t, c, "initial", func(s adsc.State) bool { return allACKed(s) && slices.Contains(domains(s, "http.80"), "bookinfo.example.com") })
+		waitFor(t, c, "initial", func(s adsc.State) bool {
+			return allACKed(s) && slices.Contains(domains(s, "http.80"), "bookinfo.example.com")
+		})
 	}
 	e.remove("routes.yaml")
 	for _, c := range []*adsc.Client{a, b} {
@@ -169,7 +173,9 @@ func TestNACKKeepsLastGoodConfig(t *testing.T) {
 		return nil
 	}
 	c := e.gateway("gw-picky", publicLabels, reject)
-	good := waitFor(t, c, "initial", func(s adsc.State) bool { return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews") })
+	good := waitFor(t, c, "initial", func(s adsc.State) bool {
+		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
+	})
 
 	e.write("routes.yaml", routesYAML("/poison"))
 	s := waitFor(t, c, "NACK", func(s adsc.State) bool { return s.Types[adsc.RouteType].NACKs == 1 })

@@ -70,7 +70,9 @@ func TestGatewaysSelectProxiesByLabels(t *testing.T) {
 func TestRouteChangePushesOnlyRoutes(t *testing.T) {
 	e := newEnv(t, baseFiles())
 	c := e.gateway("gw-1", publicLabels, nil)
-	before := waitFor(t, c, "initial config", func(s adsc.State) bool { return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews") })
+	before := waitFor(t, c, "initial config", func(s adsc.State) bool {
+		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
+	})
 
 	e.write("routes.yaml", routesYAML("/reviews/v2"))
 	after := waitFor(t, c, "new prefix", func(s adsc.State) bool { return hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews/v2") })
@@ -120,7 +122,9 @@ func TestLateJoinerGetsCurrentConfig(t *testing.T) {
 	early := e.gateway("gw-early", publicLabels, nil)
 	waitFor(t, early, "initial", func(s adsc.State) bool { return hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews") })
 	e.write("routes.yaml", routesYAML("/later"))
-	es := waitFor(t, early, "update", func(s adsc.State) bool { return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/later") })
+	es := waitFor(t, early, "update", func(s adsc.State) bool {
+		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/later")
+	})
 
 	late := e.gateway("gw-late", publicLabels, nil)
 	ls := waitFor(t, late, "late joiner", allACKed)
