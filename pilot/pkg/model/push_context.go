@@ -75,9 +75,11 @@ func NewPushContext(store ConfigStore) *PushContext {
 	return ps
 }
 
-// sortByCreation orders objects oldest first, then by namespace and name:
-// the order Istio gives VirtualServices and DestinationRules that share a host.
+// sortByCreation returns objects oldest first, then by namespace and name:
+// the order Istio gives VirtualServices and DestinationRules that share a
+// host. It sorts a copy: stores may hand out slices they share.
 func sortByCreation(cs []config.Config) []config.Config {
+	cs = slices.Clone(cs)
 	slices.SortStableFunc(cs, func(a, b config.Config) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp); c != 0 {
 			return c

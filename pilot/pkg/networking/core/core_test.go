@@ -8,18 +8,16 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/nettest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
+// pushFrom indexes YAML documents without validating them, so tests can
+// feed the translator what validation would normally stop.
 func pushFrom(t testing.TB, docs string) *model.PushContext {
 	t.Helper()
-	cfgs, errs := manifest.Parse("core.yaml", []byte(docs), manifest.Options{})
-	if len(errs) > 0 {
-		t.Fatalf("parse: %v", errs)
-	}
-	return model.NewPushContext(memory.New(cfgs))
+	return nettest.PushFromYAML(t, docs)
 }
 
 const gatewayDocs = `

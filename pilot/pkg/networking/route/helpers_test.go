@@ -1,7 +1,6 @@
 package route
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,38 +9,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
-
-// memStore is an in-memory model.ConfigStore for tests.
-type memStore struct{ cfgs []config.Config }
-
-func (s *memStore) Get(kind schema.Kind, namespace, name string) *config.Config {
-	for i := range s.cfgs {
-		c := &s.cfgs[i]
-		if c.Kind == kind && c.Namespace == namespace && c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// List returns a fresh slice each time: the push context sorts it in place.
-func (s *memStore) List(kind schema.Kind, namespace string) []config.Config {
-	var out []config.Config
-	for _, c := range s.cfgs {
-		if c.Kind == kind && (namespace == "" || c.Namespace == namespace) {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b config.Config) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
-	return out
-}
 
 // fixtures are services and subsets most tests route to.
 const fixtures = `
@@ -102,7 +74,7 @@ func build(t *testing.T, docs ...string) ([]*routev3.RouteConfiguration, []*conf
 		t.Fatalf("parse: %v", perrs)
 	}
 	run := func() ([]*routev3.RouteConfiguration, []*config.Error) {
-		store := &memStore{cfgs: cfgs}
+		store := memory.New(cfgs)
 		push := model.NewPushContext(store)
 		return BuildGatewayRoutes(push, model.MergeGateways(push.Gateways()))
 	}
