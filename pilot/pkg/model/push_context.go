@@ -31,8 +31,18 @@ type PushContext struct {
 	Errors []*config.Error
 }
 
-// NewPushContext indexes everything in store.
-func NewPushContext(store ConfigStore) *PushContext {
+// ServiceDiscovery is a registry of services other than ServiceEntries:
+// Kubernetes Services with their EndpointSlices, say. Services must return
+// a snapshot the caller may keep and must not mutate.
+type ServiceDiscovery interface {
+	Services() []*Service
+}
+
+// NewPushContext indexes everything in store and in the registries.
+// ServiceEntries and registry services share one host namespace: on a
+// clash the registry service (a real Kubernetes Service) wins, as in Istio,
+// and the ServiceEntry host is reported.
+func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushContext {
 	ps := &PushContext{
 		gateways:         store.List(schema.Gateway, ""),
 		virtualServices:  sortByCreation(store.List(schema.VirtualService, "")),
@@ -48,6 +58,16 @@ func NewPushContext(store ConfigStore) *PushContext {
 			}
 			key := ResolveGatewayName(gw, vs.Namespace)
 			ps.vsByGateway[key] = append(ps.vsByGateway[key], vs)
+		}
+	}
+	for _, reg := range registries {
+		for _, svc := range reg.Services() {
+			if prev, ok := ps.serviceByHost[svc.Hostname]; ok {
+				ps.Errors = append(ps.Errors, &config.Error{Key: svc.Source, Message: "host " + svc.Hostname + " is already defined by " + prev.Source.String() + "; this definition is ignored", Warning: true})
+				continue
+			}
+			ps.serviceByHost[svc.Hostname] = svc
+			ps.services = append(ps.services, svc)
 		}
 	}
 	for _, se := range sortByCreation(store.List(schema.ServiceEntry, "")) {

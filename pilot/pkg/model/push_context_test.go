@@ -269,3 +269,28 @@ spec:
 		t.Error("Istio names")
 	}
 }
+
+type fixedRegistry []*Service
+
+func (r fixedRegistry) Services() []*Service { return r }
+
+func TestRegistryServicesWinOverServiceEntries(t *testing.T) {
+	kube := &Service{Hostname: "b.default.svc.cluster.local", Namespace: "default",
+		Ports: []Port{{Name: "http", Number: 80, Protocol: "HTTP"}}, Source: config.Key{Name: "b", Namespace: "default"}}
+	ps := NewPushContext(parseStore(t, pushInput), fixedRegistry{kube})
+	if got := ps.ServiceForHost("b.default.svc.cluster.local"); got != kube {
+		t.Errorf("registry service should win, got %+v", got)
+	}
+	if got := ps.ServiceForHost("a.default.svc.cluster.local"); got == nil || got.Source.Name != "shared" {
+		t.Errorf("other ServiceEntry hosts still served: %+v", got)
+	}
+	var clash int
+	for _, e := range ps.Errors {
+		if e.Key.Kind == schema.ServiceEntry && strings.Contains(e.Message, "b.default.svc.cluster.local") {
+			clash++
+		}
+	}
+	if clash != 2 {
+		t.Errorf("both ServiceEntries claiming the Service's host are reported: %v", ps.Errors)
+	}
+}
