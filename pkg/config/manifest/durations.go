@@ -92,7 +92,17 @@ func (w *walker) value(v any, md protoreflect.MessageDescriptor, path string) an
 		return v
 	}
 	w.changed = true
-	return fmt.Sprintf("%.9fs", d.Seconds())
+	return protoDuration(d)
+}
+
+// protoDuration formats d exactly, in whole seconds and nanoseconds: going
+// through float64 seconds would add stray nanoseconds to long durations.
+func protoDuration(d time.Duration) string {
+	sign := ""
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	return fmt.Sprintf("%s%d.%09ds", sign, d/time.Second, d%time.Second)
 }
 
 // isProtoDuration reports whether s is already in protojson's form: a

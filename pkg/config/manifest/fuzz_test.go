@@ -16,6 +16,13 @@ import (
 // return must keep its contract: parse errors name their document, every
 // parsed object has a kind, name and spec, and validation yields only
 // located field errors, the same ones on every run.
+//
+// Run it with a short minimization time, e.g.
+//
+//	go test -run='^$' -fuzz=FuzzParseValidate -fuzztime=60s -fuzzminimizetime=5s ./pkg/config/manifest
+//
+// The seeds are whole manifests; minimizing each new input for the default
+// 60s leaves a short run almost no time to fuzz.
 func FuzzParseValidate(f *testing.F) {
 	seeds, _ := filepath.Glob("../validation/testdata/*.yaml")
 	for _, s := range seeds {

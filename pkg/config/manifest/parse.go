@@ -58,11 +58,15 @@ func Parse(file string, data []byte, opts Options) ([]config.Config, []*config.E
 	}
 	var out []config.Config
 	var errs []*config.Error
-	for i, doc := range separator.Split(string(data), -1) {
+	// Documents are numbered as a reader counts them: empty ones (a leading
+	// "---", comments only) do not count.
+	n := 0
+	for _, doc := range separator.Split(string(data), -1) {
 		if strings.TrimSpace(stripComments(doc)) == "" {
 			continue
 		}
-		src := DocumentSource(file, i+1)
+		n++
+		src := DocumentSource(file, n)
 		c, err := parseDocument([]byte(doc), src, opts)
 		if err != nil {
 			errs = append(errs, err)

@@ -225,23 +225,39 @@ func TestParseMessagesAreClean(t *testing.T) {
 	}
 }
 
-// TestParseKnownIssues records behaviour of parse.go that differs from
-// what Istio users expect. Each subtest asserts the expected behaviour and
-// is skipped until parse.go is fixed (this file's owner may not change it).
-func TestParseKnownIssues(t *testing.T) {
-	t.Run("Go-style durations", func(t *testing.T) {
-		// Istio's documentation writes durations as Go durations
-		// ("connectTimeout: 30ms", "baseEjectionTime: 3m"); Istio decodes
-		// them with time.ParseDuration. protojson only takes "0.030s".
-		doc := "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: r}\n" +
-			"spec: {host: r, trafficPolicy: {connectionPool: {tcp: {connectTimeout: 30ms}}}}\n"
+// TestParseGoStyleDurations checks durations in the form Istio's
+// documentation uses reach the spec exactly.
+func TestParseGoStyleDurations(t *testing.T) {
+	doc := "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: r}\n" +
+		"spec: {host: r, trafficPolicy: {connectionPool: {tcp: {connectTimeout: 30ms, idleTimeout: 1h30m}}}}\n"
+	configs, errs := manifest.Parse("f.yaml", []byte(doc), manifest.Options{})
+	if len(errs) != 0 || len(configs) != 1 {
+		t.Fatalf("Parse: %d configs, errors %v", len(configs), errs)
+	}
+	tcp := configs[0].Spec.(*networking.DestinationRule).GetTrafficPolicy().GetConnectionPool().GetTcp()
+	if got := tcp.GetConnectTimeout().AsDuration(); got != 30*time.Millisecond {
+		t.Errorf("connectTimeout = %v, want 30ms", got)
+	}
+	if got := tcp.GetIdleTimeout().AsDuration(); got != 90*time.Minute {
+		t.Errorf("idleTimeout = %v, want 1h30m", got)
+	}
+}
+
+// TestParseExactness covers two ways the parser once surprised users.
+func TestParseExactness(t *testing.T) {
+	t.Run("duration precision", func(t *testing.T) {
+		// Converting through float64 seconds adds nanoseconds to long
+		// durations, which validation then rejects as not whole
+		// milliseconds.
+		doc := "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\n" +
+			"spec: {hosts: [a.example.com], http: [{timeout: 10000h0m0.001s, route: [{destination: {host: a}}]}]}\n"
 		configs, errs := manifest.Parse("f.yaml", []byte(doc), manifest.Options{})
-		if len(errs) != 0 {
-			t.Skipf("known issue in parse.go, reported to the lead: %v", errs[0])
+		if len(errs) != 0 || len(configs) != 1 {
+			t.Fatalf("Parse: %d configs, errors %v", len(configs), errs)
 		}
-		got := configs[0].Spec.(*networking.DestinationRule).GetTrafficPolicy().GetConnectionPool().GetTcp().GetConnectTimeout()
-		if got.AsDuration() != 30*time.Millisecond {
-			t.Errorf("connectTimeout = %v, want 30ms", got.AsDuration())
+		want := 10000*time.Hour + time.Millisecond
+		if got := configs[0].Spec.(*networking.VirtualService).GetHttp()[0].GetTimeout().AsDuration(); got != want {
+			t.Errorf("timeout = %v, want %v", got, want)
 		}
 	})
 	t.Run("numbering after a leading separator", func(t *testing.T) {
@@ -252,7 +268,7 @@ func TestParseKnownIssues(t *testing.T) {
 			t.Fatalf("Parse: %d configs, errors %v", len(configs), errs)
 		}
 		if configs[0].Source != "f.yaml (document 1)" {
-			t.Skipf("known issue in parse.go, reported to the lead: source is %q", configs[0].Source)
+			t.Errorf("source is %q", configs[0].Source)
 		}
 	})
 }

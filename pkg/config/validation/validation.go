@@ -1,13 +1,138 @@
 // Package validation checks config objects for semantic errors that the
 // schema alone does not catch. Every error names the field it is about.
+//
+// The rules follow Istio's validation of the networking kinds where a
+// gateway control plane depends on them: a config that passes here must not
+// make Envoy reject (NACK) what the translators build from it. Each problem
+// is reported separately, so one pass shows a user everything that is wrong
+// with an object. Messages are written for the person editing the YAML.
 package validation
 
-import "github.com/wayfinder-dev/wayfinder/pkg/config"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
 
 // Validate checks one object. It returns nil, or errors.Join of one
 // *config.FieldError per problem, each naming a field such as
-// "spec.http[0].route[1].weight".
+// "spec.http[0].route[1].weight". Problems are reported in a fixed order
+// (document order, map keys sorted), so the output is deterministic.
 func Validate(c config.Config) error {
-	// PLACEHOLDER: being implemented in parallel; replaced wholesale.
-	return nil
+	v := &validator{namespace: c.Namespace}
+	v.metadata(c)
+	switch c.Kind {
+	case schema.Gateway:
+		if spec, ok := specAs[networking.Gateway](v, c); ok {
+			v.gateway(spec)
+		}
+	case schema.VirtualService:
+		if spec, ok := specAs[networking.VirtualService](v, c); ok {
+			v.virtualService(spec)
+		}
+	case schema.DestinationRule:
+		if spec, ok := specAs[networking.DestinationRule](v, c); ok {
+			v.destinationRule(spec)
+		}
+	case schema.ServiceEntry:
+		if spec, ok := specAs[networking.ServiceEntry](v, c); ok {
+			v.serviceEntry(spec)
+		}
+	default:
+		v.add("kind", "unknown kind %v", c.Kind)
+	}
+	return v.err()
+}
+
+// specAs returns c.Spec as *T. A typed nil spec validates as an empty one,
+// so the validators never dereference nil; a spec of another type is an
+// error, since it means a source built the object wrongly.
+func specAs[T any, P interface {
+	*T
+	proto.Message
+}](v *validator, c config.Config) (P, bool) {
+	if c.Spec == nil {
+		v.add("spec", "spec is required")
+		return nil, false
+	}
+	spec, ok := c.Spec.(P)
+	if !ok {
+		v.add("spec", "spec of a %v must be a %T, got %T", c.Kind, P(nil), c.Spec)
+		return nil, false
+	}
+	if spec == nil {
+		spec = new(T)
+	}
+	return spec, true
+}
+
+// validator collects the problems of one object.
+type validator struct {
+	// namespace is the object's namespace, which "." in exportTo means.
+	namespace string
+	errs      []error
+}
+
+func (v *validator) add(field, format string, args ...any) {
+	v.errs = append(v.errs, config.FieldErrorf(field, format, args...))
+}
+
+// addErr records err, if any, against field.
+func (v *validator) addErr(field string, err error) {
+	if err != nil {
+		v.add(field, "%s", err.Error())
+	}
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func (v *validator) metadata(c config.Config) {
+	switch {
+	case c.Name == "":
+		v.add("metadata.name", "name is required")
+	case c.Kind == schema.Gateway && !isDNS1123Label(c.Name):
+		// VirtualServices refer to gateways as "namespace/name", where the
+		// name must be a DNS-1123 label, so a dotted name is unreachable.
+		v.add("metadata.name", "%q is not a valid Gateway name: want a DNS-1123 label "+
+			"(lower-case letters, digits and '-', at most 63 characters)", c.Name)
+	case !isDNS1123Subdomain(c.Name):
+		v.add("metadata.name", "%q is not a valid name: want a DNS-1123 subdomain "+
+			"(lower-case letters, digits, '-' and '.', at most 253 characters)", c.Name)
+	}
+	if c.Namespace != "" && !isDNS1123Label(c.Namespace) {
+		v.add("metadata.namespace", "%q is not a valid namespace: want a DNS-1123 label", c.Namespace)
+	}
+	v.labels("metadata.labels", c.Labels)
+}
+
+// at renders an index into a list field: at("spec.http", 2) is "spec.http[2]".
+func at(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
+
+// key renders a map entry: key("spec.selector", "app") is
+// `spec.selector["app"]`. The key is always quoted, as the parser quotes
+// it, so any key (with dots, spaces or brackets) reads unambiguously.
+func key(m, k string) string { return m + "[" + strconv.Quote(k) + "]" }
+
+// enumName names an enum value for messages, or says it is unknown.
+func enumName(names map[int32]string, n int32) string {
+	if s, ok := names[n]; ok {
+		return s
+	}
+	return fmt.Sprintf("unknown value %d", n)
+}
+
+// checkEnum reports an enum value outside its declared set. protojson
+// accepts any number for a proto3 enum, so "mode: 7" reaches us.
+func (v *validator) checkEnum(field string, names map[int32]string, n int32) bool {
+	if _, ok := names[n]; !ok {
+		v.add(field, "%d is not a known value", n)
+		return false
+	}
+	return true
 }
