@@ -3,6 +3,18 @@
 // folder); recomputing and pushing config for each would waste work and
 // flood proxies, so events are merged until the stream goes quiet or a
 // maximum delay passes, the way Istio debounces push requests.
+//
+// A fixed quiet period taxes every change, though: a lone edit (one
+// VirtualService changed) waits the whole quiet period although nothing
+// follows it, and at 100ms that alone is most of a small mesh's update
+// latency. With Options.LeadingDelay set, the quiet period adapts to the
+// stream: a batch that begins after the stream has been silent for
+// QuietPeriod fires once LeadingDelay (a few milliseconds) passes without
+// another event, so a lone change, or an editor's write-then-rename pair,
+// is pushed almost at once. Events that arrive within QuietPeriod of
+// earlier ones start a batch that waits the full QuietPeriod, so a burst
+// costs at most one early fire (its first events) and then merges as
+// before; MaxDelay caps every batch.
 package debounce
 
 import (
@@ -22,6 +34,12 @@ type Options struct {
 	// steady stream of events cannot postpone a fire forever. Defaults to
 	// 10s.
 	MaxDelay time.Duration
+	// LeadingDelay, when positive, makes debouncing adaptive: a batch
+	// whose first event follows at least QuietPeriod without events fires
+	// once LeadingDelay passes without another event, instead of
+	// QuietPeriod (see the package comment). Zero keeps the fixed quiet
+	// period; values at or above QuietPeriod change nothing.
+	LeadingDelay time.Duration
 	// Clock drives the timers; defaults to the real clock.
 	Clock clock.WithTicker
 	// OnFire, if set, is called just before each fire with the number of
@@ -40,6 +58,7 @@ const (
 type Debouncer[T any] struct {
 	quiet    time.Duration
 	maxDelay time.Duration
+	leading  time.Duration
 	clock    clock.WithTicker
 	onFire   func(int, time.Duration)
 	merge    func(a, b T) T
@@ -57,6 +76,12 @@ type Debouncer[T any] struct {
 	count   int
 	first   time.Time
 	last    time.Time
+	// seen is set once any event was enqueued; last then holds the time
+	// of the latest event, across batches.
+	seen bool
+	// lone is set when the pending batch began after a quiet spell, so it
+	// waits only the leading delay.
+	lone bool
 }
 
 // New returns a Debouncer. merge combines an earlier value a with a later
@@ -74,6 +99,7 @@ func New[T any](opts Options, merge func(a, b T) T, fire func(T)) *Debouncer[T] 
 	return &Debouncer[T]{
 		quiet:    opts.QuietPeriod,
 		maxDelay: opts.MaxDelay,
+		leading:  opts.LeadingDelay,
 		clock:    opts.Clock,
 		onFire:   opts.OnFire,
 		merge:    merge,
@@ -90,11 +116,13 @@ func (d *Debouncer[T]) Enqueue(v T) {
 	if d.count == 0 {
 		d.pending = v
 		d.first = now
+		d.lone = d.leading > 0 && d.leading < d.quiet && (!d.seen || now.Sub(d.last) >= d.quiet)
 	} else {
 		d.pending = d.merge(d.pending, v)
 	}
 	d.count++
 	d.last = now
+	d.seen = true
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -135,7 +163,11 @@ func (d *Debouncer[T]) take() (v T, n int, waited time.Duration, deadline time.T
 		return v, 0, 0, time.Time{}, false
 	}
 	now := d.clock.Now()
-	deadline = d.last.Add(d.quiet)
+	wait := d.quiet
+	if d.lone {
+		wait = d.leading
+	}
+	deadline = d.last.Add(wait)
 	if capAt := d.first.Add(d.maxDelay); capAt.Before(deadline) {
 		deadline = capAt
 	}

@@ -4,8 +4,11 @@
 package bootstrap
 
 import (
+	"errors"
 	"log/slog"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
@@ -17,8 +20,29 @@ type Options struct {
 	GRPCAddr string
 	// HTTPAddr serves debug endpoints, readiness and metrics (Istio's :15014).
 	HTTPAddr string
-	// ConfigDir is the folder of Istio YAML read in file mode.
+	// ConfigDir is the folder of Istio YAML read in file mode. Exactly one
+	// config source is used: ConfigDir (file mode), or Kubernetes.
 	ConfigDir string
+	// Kubeconfig is the kubeconfig file of Kubernetes mode. Kubernetes mode
+	// is used when ConfigDir is empty; an empty Kubeconfig then means the
+	// in-cluster service account.
+	Kubeconfig string
+	// KubeRESTConfig, when set, is used instead of Kubeconfig (embedding,
+	// tests).
+	KubeRESTConfig *rest.Config
+	// WatchNamespaces limits what Kubernetes mode watches; empty means all.
+	WatchNamespaces []string
+	// DomainSuffix ends Kubernetes Service hostnames; default cluster.local.
+	DomainSuffix string
+	// ExtraKubeSources are further config sources for Kubernetes mode,
+	// merged with the Istio CRDs and Ingresses into one store.
+	ExtraKubeSources []KubeSource
+	// Ingress configures Kubernetes Ingress support.
+	Ingress IngressOptions
+	// PodName and PodNamespace identify this replica (from the downward
+	// API) for the Lease that elects the one writing Ingress status.
+	PodName      string
+	PodNamespace string
 	// RescanInterval is how often file mode rescans ConfigDir in case a
 	// file-system event was missed.
 	RescanInterval time.Duration
@@ -28,6 +52,20 @@ type Options struct {
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
 }
+
+// validate rejects option combinations that cannot work.
+func (o *Options) validate() error {
+	if o.ConfigDir != "" && (o.Kubeconfig != "" || o.KubeRESTConfig != nil) {
+		return errors.New("--config-dir and --kubeconfig are both set: Wayfinder reads one config source, a folder (file mode) or a Kubernetes cluster; drop one")
+	}
+	if o.ConfigDir != "" && len(o.WatchNamespaces) > 0 {
+		return errors.New("--watch-namespaces applies to Kubernetes mode only; it cannot be used with --config-dir")
+	}
+	return nil
+}
+
+// kubernetesMode reports whether config comes from Kubernetes.
+func (o *Options) kubernetesMode() bool { return o.ConfigDir == "" }
 
 func (o *Options) applyDefaults() {
 	if o.GRPCAddr == "" {
@@ -41,6 +79,12 @@ func (o *Options) applyDefaults() {
 	}
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = 5 * time.Second
+	}
+	if o.Ingress.Service == "" {
+		o.Ingress.Service = "istio-system/istio-ingressgateway"
+	}
+	if o.DomainSuffix == "" {
+		o.DomainSuffix = "cluster.local"
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -24,7 +24,8 @@ import (
 // Server is a running pilot-discovery.
 type Server struct {
 	opts      Options
-	store     *file.Controller
+	store     model.ConfigStoreController
+	kube      *kubeMode // nil in file mode
 	discovery *xds.DiscoveryServer
 	grpc      *grpc.Server
 	http      *http.Server
@@ -36,22 +37,54 @@ type Server struct {
 
 // NewServer builds every part and binds both listeners, so an address in
 // use fails here, before anything runs.
-func NewServer(opts Options) (*Server, error) {
+func NewServer(opts Options) (s *Server, err error) {
 	opts.applyDefaults()
-	store, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval, Logger: opts.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("config source: %w", err)
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ds := xds.NewDiscoveryServer(xds.Options{
-		Store:    store,
-		Errors:   store,
+	xopts := xds.Options{
 		Debounce: opts.Debounce,
 		Logger:   opts.Logger,
 		Registry: registry,
-	})
-	s := &Server{opts: opts, store: store, discovery: ds, ready: make(chan struct{})}
+	}
+	var (
+		store model.ConfigStoreController
+		kube  *kubeMode
+	)
+	if opts.kubernetesMode() {
+		var sources []model.ConfigStoreController
+		kube, sources, err = newKubeMode(opts, registry)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes config source: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				kube.broadcaster.Shutdown()
+			}
+		}()
+		agg := newAggregateStore(sources, kube.registry)
+		store = agg
+		xopts.Store, xopts.Errors = agg, agg
+		xopts.Registries = []model.ServiceDiscovery{kube.registry}
+		xopts.Secrets = kube.secrets
+	} else {
+		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval, Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("config source: %w", err)
+		}
+		store = fc
+		xopts.Store, xopts.Errors = fc, fc
+	}
+	ds := xds.NewDiscoveryServer(xopts)
+	if kube != nil {
+		kube.registry.AppendPushHandler(ds.ConfigUpdate)
+		kube.pushSecret = func() {
+			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
+		}
+	}
+	s = &Server{opts: opts, store: store, kube: kube, discovery: ds, ready: make(chan struct{})}
 
 	// Envoy keeps ADS streams open for hours; keepalives find dead peers.
 	s.grpc = grpc.NewServer(
@@ -114,6 +147,18 @@ func (s *Server) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); f() }()
 	}
 	run(func() { s.store.Run(ctx) })
+	if s.kube != nil {
+		run(func() { s.kube.clients.Queue.Run(ctx) })
+		run(func() { s.kube.registry.Run(ctx) })
+		run(func() { s.kube.secrets.Run(ctx) })
+		if s.kube.status != nil {
+			run(func() {
+				if err := s.kube.status.Run(ctx); err != nil {
+					log.Error("ingress status writer stopped", "err", err)
+				}
+			})
+		}
+	}
 	run(func() { s.discovery.Run(ctx) })
 	run(func() {
 		if err := s.grpc.Serve(s.grpcListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -125,7 +170,12 @@ func (s *Server) Run(ctx context.Context) error {
 			errc <- fmt.Errorf("HTTP server: %w", err)
 		}
 	})
-	log.Info("serving", "grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(), "configDir", s.opts.ConfigDir)
+	if s.kube != nil {
+		log.Info("serving", "grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(), "mode", "kubernetes",
+			"apiServer", s.kube.clients.RESTConfig.Host, "namespaces", s.kube.clients.Namespaces)
+	} else {
+		log.Info("serving", "grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(), "configDir", s.opts.ConfigDir)
+	}
 	run(func() { s.waitSynced(ctx) })
 
 	var err error
@@ -137,6 +187,9 @@ func (s *Server) Run(ctx context.Context) error {
 	cancel()
 	s.shutdown()
 	wg.Wait()
+	if s.kube != nil {
+		s.kube.broadcaster.Shutdown()
+	}
 	log.Info("stopped")
 	return err
 }
@@ -146,7 +199,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) waitSynced(ctx context.Context) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for !s.store.HasSynced() {
+	for !s.synced() {
 		select {
 		case <-ctx.Done():
 			return
@@ -160,6 +213,27 @@ func (s *Server) waitSynced(ctx context.Context) {
 		s.opts.Logger.Info("config synced and first push computed")
 	case <-ctx.Done():
 	}
+}
+
+// synced reports whether every config source and registry has delivered
+// its first full load.
+func (s *Server) synced() bool {
+	if !s.store.HasSynced() {
+		return false
+	}
+	return s.kube == nil || (s.kube.registry.HasSynced() && s.kube.secrets.HasSynced())
+}
+
+// Store is the config store the push context reads (for tests and
+// debugging).
+func (s *Server) Store() model.ConfigStoreController { return s.store }
+
+// ServiceRegistry is the Kubernetes service registry, nil in file mode.
+func (s *Server) ServiceRegistry() model.ServiceDiscovery {
+	if s.kube == nil {
+		return nil
+	}
+	return s.kube.registry
 }
 
 // shutdown stops both servers. ADS streams end when the discovery server's

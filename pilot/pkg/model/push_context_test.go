@@ -238,38 +238,6 @@ func TestClusterName(t *testing.T) {
 	}
 }
 
-func TestMergeGateways(t *testing.T) {
-	store := parseStore(t, `
-apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata: {name: a, namespace: ns}
-spec:
-  servers:
-  - {port: {number: 8080, name: http2, protocol: HTTP2}, hosts: ["*"]}
-  - {port: {number: 80, name: http, protocol: HTTP}, hosts: ["a.com"]}
-  - {port: {number: 443, name: https, protocol: HTTPS}, hosts: ["a.com"], tls: {mode: SIMPLE, credentialName: a}}
----
-apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata: {name: b, namespace: ns}
-spec:
-  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["b.com"]}]
-`)
-	mg := MergeGateways(store.List(schema.Gateway, ""))
-	if !slices.Equal(mg.HTTPPorts, []uint32{80, 8080}) {
-		t.Errorf("ports %v", mg.HTTPPorts)
-	}
-	if s := mg.HTTPServers[80]; len(s) != 2 || s[0].Gateway.Name != "a" || s[0].Index != 1 || s[1].Gateway.Name != "b" {
-		t.Errorf("port 80 servers in gateway order: %+v", s)
-	}
-	if len(mg.Errors) != 1 || mg.Errors[0].Field != "spec.servers[2].port.protocol" {
-		t.Errorf("HTTPS reported as not served yet: %v", mg.Errors)
-	}
-	if ListenerName(80) != "0.0.0.0_80" || RouteName(80) != "http.80" {
-		t.Error("Istio names")
-	}
-}
-
 type fixedRegistry []*Service
 
 func (r fixedRegistry) Services() []*Service { return r }

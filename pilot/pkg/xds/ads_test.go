@@ -293,12 +293,14 @@ func TestLastStreamCloseClearsTheProxy(t *testing.T) {
 	a1.close()
 	a2.close()
 	h.grpc.GracefulStop() // returns once every stream handler, and so OnStreamClosed, has run
-	if _, err := h.s.cache.GetSnapshot(nodeID("a")); err == nil {
-		t.Error("snapshot kept after the proxy's last stream closed")
+	h.s.mu.Lock()
+	if p := h.s.proxies[nodeID("a")]; p != nil {
+		t.Error("proxy and its view kept after the proxy's last stream closed")
 	}
-	if keys := h.s.cache.GetStatusKeys(); len(keys) != 0 {
-		t.Errorf("cache status kept for %v", keys)
+	if len(h.s.streams) != 0 || len(h.s.requests) != 0 {
+		t.Errorf("stream state kept: %d streams, %d requests", len(h.s.streams), len(h.s.requests))
 	}
+	h.s.mu.Unlock()
 	if got := h.metric("pilot_xds"); got != 0 {
 		t.Errorf("pilot_xds = %v after disconnect, want 0", got)
 	}
@@ -334,7 +336,7 @@ func TestInvalidGeneratedResourcesAreDroppedAndCounted(t *testing.T) {
 	if names := resourceNames(t, got[resource.RouteType]); !slices.Equal(names, []string{"http.80"}) {
 		t.Errorf("routes sent %v", names)
 	}
-	if err := h.snapshot(nodeID("a")).Consistent(); err != nil {
+	if err := h.snapshot(nodeID("a")).consistent(); err != nil {
 		t.Error(err)
 	}
 	if n := h.metric("wayfinder_config_errors", "kind", "none", "origin", "translation"); n != 5 {

@@ -7,103 +7,153 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
-// callbacks receives go-control-plane's stream events. They run on the
-// stream's goroutine, before the cache sees a request (OnStreamRequest) and
-// before a response is written (OnStreamResponse), and hold mu only briefly.
+// callbacks receives go-control-plane's stream events for both the SotW and
+// the delta server. They run on the stream's goroutine, before the cache
+// sees a request (On*Request) and before a response is written
+// (On*Response), and hold mu only briefly.
 type callbacks struct{ s *DiscoveryServer }
 
-// OnStreamOpen records the stream; its proxy is known at the first request.
+// OnStreamOpen records a SotW stream; its proxy is known at the first request.
 func (c callbacks) OnStreamOpen(ctx context.Context, id int64, typeURL string) error {
+	return c.s.openStream(ctx, streamKey{id: id}, typeURL)
+}
+
+// OnDeltaStreamOpen records a delta stream.
+func (c callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, typeURL string) error {
+	return c.s.openStream(ctx, streamKey{delta: true, id: id}, typeURL)
+}
+
+// OnStreamClosed forgets a SotW stream.
+func (c callbacks) OnStreamClosed(id int64, _ *core.Node) { c.s.closeStream(streamKey{id: id}) }
+
+// OnDeltaStreamClosed forgets a delta stream.
+func (c callbacks) OnDeltaStreamClosed(id int64, _ *core.Node) {
+	c.s.closeStream(streamKey{delta: true, id: id})
+}
+
+// OnStreamRequest identifies the proxy on a stream's first request, tracks
+// ACKs and NACKs, and hands the request to the cache. Returning an error
+// ends the stream with it.
+func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
+	return c.s.onRequest(streamKey{id: id}, req, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetVersionInfo(), req.GetErrorDetail())
+}
+
+// OnStreamDeltaRequest is OnStreamRequest for delta streams. Delta requests
+// carry no version; an ACK or NACK refers to the response by nonce.
+func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
+	return c.s.onRequest(streamKey{delta: true, id: id}, req, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), "", req.GetErrorDetail())
+}
+
+// OnStreamResponse notes what is being sent, so the proxy's answer can be
+// matched to a version by its nonce and the stream's holdings are known.
+func (c callbacks) OnStreamResponse(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
+	c.s.onResponse(streamKey{id: id}, resp.GetTypeUrl(), resp.GetVersionInfo(), resp.GetNonce(), proto.Size(resp),
+		func(f *inflight) bool { return f.sotw == resp })
+}
+
+// OnStreamDeltaResponse is OnStreamResponse for delta streams.
+func (c callbacks) OnStreamDeltaResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+	c.s.onResponse(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce(), proto.Size(resp),
+		func(f *inflight) bool { return f.delta == resp })
+}
+
+func (s *DiscoveryServer) openStream(ctx context.Context, key streamKey, typeURL string) error {
 	if typeURL != resource.AnyType {
-		return status.Errorf(codes.Unimplemented, "only aggregated discovery (ADS) is served, not %s", typeURL)
+		return grpcstatus.Errorf(codes.Unimplemented, "only aggregated discovery (ADS) is served, not %s", typeURL)
 	}
-	st := &streamState{id: id, openedAt: c.s.clock.Now(), types: map[string]*typeStatus{}}
+	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		st.peer = p.Addr.String()
 	}
-	c.s.mu.Lock()
-	c.s.streams[id] = st
-	c.s.mu.Unlock()
-	return nil
-}
-
-// OnStreamClosed forgets the stream, and the proxy with its snapshot when
-// this was its last stream.
-func (c callbacks) OnStreamClosed(id int64, _ *core.Node) {
-	s := c.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.streams[id]
-	delete(s.streams, id)
-	if st == nil || st.proxy == nil {
-		return
-	}
-	p := st.proxy
-	delete(p.streams, id)
-	if len(p.streams) > 0 {
-		return
-	}
-	delete(s.proxies, p.proxy.ID)
-	s.cache.ClearSnapshot(p.proxy.ID)
-	s.metrics.connected.Set(float64(len(s.proxies)))
-	s.log.Info("proxy disconnected", "proxy", p.proxy.ID, "connected", s.clock.Since(p.connectedAt))
-}
-
-// OnStreamRequest identifies the proxy on a stream's first request and
-// tracks ACKs and NACKs. Returning an error ends the stream with it.
-func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
-	s := c.s
-	s.mu.Lock()
-	st := s.streams[id]
-	if st == nil {
-		s.mu.Unlock()
-		return status.Errorf(codes.Internal, "stream %d is not known", id)
-	}
-	if st.proxy == nil {
-		s.mu.Unlock()
-		proxy, err := model.ParseProxy(req.GetNode())
-		if err != nil {
-			s.log.Warn("ADS stream rejected: invalid node", "node", req.GetNode().GetId(), "peer", st.peer, "err", err)
-			return status.Errorf(codes.InvalidArgument, "invalid node id %q: %v", req.GetNode().GetId(), err)
-		}
-		s.connect(st, proxy)
-		s.mu.Lock()
-	}
-	s.trackRequestLocked(st, req)
+	s.streams[key] = st
 	s.mu.Unlock()
 	return nil
 }
 
-// OnStreamResponse notes what is being sent, so the proxy's answer can be
-// matched to a version by its nonce.
-func (c callbacks) OnStreamResponse(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-	s := c.s
-	t := shortType(resp.GetTypeUrl())
-	s.metrics.pushes.WithLabelValues(t).Inc()
-	s.metrics.configSize.WithLabelValues(t).Observe(float64(proto.Size(resp)))
+// closeStream forgets the stream, and the proxy with its view when this
+// was its last stream.
+func (s *DiscoveryServer) closeStream(key streamKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.streams[id]
+	st := s.streams[key]
+	delete(s.streams, key)
 	if st == nil {
 		return
 	}
-	ts := st.typeStatus(resp.GetTypeUrl())
-	ts.sentVersion = resp.GetVersionInfo()
-	ts.sentNonce = resp.GetNonce()
-	ts.sentAt = s.clock.Now()
-	ts.sends++
+	if st.request != nil {
+		delete(s.requests, st.request)
+	}
+	for _, ts := range st.types {
+		ts.watch = nil
+	}
+	if st.proxy == nil {
+		return
+	}
+	p := st.proxy
+	delete(p.streams, key)
+	if len(p.streams) > 0 {
+		return
+	}
+	delete(s.proxies, p.proxy.ID)
+	s.metrics.connected.Set(float64(len(s.proxies)))
+	s.log.Info("proxy disconnected", "proxy", p.proxy.ID, "connected", s.clock.Since(p.connectedAt))
+}
+
+func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typeURL, nonce, version string, errDetail *status.Status) error {
+	s.mu.Lock()
+	st := s.streams[key]
+	if st == nil {
+		s.mu.Unlock()
+		return grpcstatus.Errorf(codes.Internal, "stream %d is not known", key.id)
+	}
+	if st.proxy == nil {
+		s.mu.Unlock()
+		proxy, err := model.ParseProxy(node)
+		if err != nil {
+			s.log.Warn("ADS stream rejected: invalid node", "node", node.GetId(), "peer", st.peer, "err", err)
+			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", node.GetId(), err)
+		}
+		s.connect(st, proxy)
+		s.mu.Lock()
+	}
+	// Hand the request to the CreateWatch that follows on this goroutine
+	// (none follows a request go-control-plane ignores for a stale nonce;
+	// the next request replaces it).
+	if st.request != nil {
+		delete(s.requests, st.request)
+	}
+	st.request = req
+	s.requests[req] = st
+	s.trackRequestLocked(st, typeURL, nonce, version, errDetail)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *DiscoveryServer) onResponse(key streamKey, typeURL, version, nonce string, size int, match func(*inflight) bool) {
+	t := shortType(typeURL)
+	s.metrics.pushes.WithLabelValues(t).Inc()
+	s.metrics.configSize.WithLabelValues(t).Observe(float64(size))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[key]
+	if st == nil {
+		return
+	}
+	s.commitLocked(st.typeStatus(typeURL), match, version, nonce)
 }
 
 // connect registers a stream's proxy and, when a push has happened, gives
-// a newly connected proxy its group's snapshot before the cache sees its
+// a newly connected proxy its group's view before the cache sees its
 // first request. See the package comment for why pushMu is held.
 func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) {
 	s.pushMu.Lock()
@@ -119,15 +169,16 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) {
 	s.mu.Lock()
 	p := s.proxies[proxy.ID]
 	if p == nil {
-		p = &proxyState{proxy: proxy, connectedAt: s.clock.Now(), streams: map[int64]*streamState{}, pending: map[string]pendingChange{}}
+		p = &proxyState{proxy: proxy, connectedAt: s.clock.Now(), streams: map[streamKey]*streamState{}, pending: map[string]pendingChange{}}
 		s.proxies[proxy.ID] = p
 		s.metrics.connected.Set(float64(len(s.proxies)))
-		s.log.Info("proxy connected", "proxy", proxy.ID, "peer", st.peer, "namespace", proxy.Namespace, "labels", proxy.Labels)
+		s.log.Info("proxy connected", "proxy", proxy.ID, "peer", st.peer, "namespace", proxy.Namespace, "labels", proxy.Labels,
+			"delta", st.key.delta, "proxyless", IsProxyless(proxy))
 	}
-	p.streams[st.id] = st
+	p.streams[st.key] = st
 	st.proxy = p
-	if g != nil && p.snapshot == nil {
-		s.setSnapshotLocked(p, g, s.clock.Now())
+	if g != nil && p.view == nil {
+		s.setViewLocked(p, g, s.clock.Now())
 	}
 	s.mu.Unlock()
 
@@ -137,63 +188,63 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) {
 }
 
 // trackRequestLocked interprets a request against what the stream was
-// sent: the first request of a type, an ACK, or a NACK. For a NACK it
-// rewrites the request's version to the rejected one; see the package
-// comment. The caller holds mu.
-func (s *DiscoveryServer) trackRequestLocked(st *streamState, req *discovery.DiscoveryRequest) {
-	nonce := req.GetResponseNonce()
+// sent: the first request of a type, an ACK, or a NACK. A NACK is recorded
+// on the stream (and so keeps the rejected content from being sent again);
+// the request itself is not changed. The caller holds mu.
+func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, version string, errDetail *status.Status) {
 	if nonce == "" {
 		return // first request of this type on this stream
 	}
-	typeURL := req.GetTypeUrl()
 	ts := st.typeStatus(typeURL)
-	proxyID := st.proxy.proxy.ID
 	if nonce != ts.sentNonce {
 		// go-control-plane ignores requests with a stale nonce; a NACK of
 		// an older response is still worth knowing about.
-		if req.GetErrorDetail() != nil {
-			s.recordNackLocked(st, ts, typeURL, "", nonce, req)
+		if errDetail != nil {
+			s.recordNackLocked(st, ts, "", nonce, version, errDetail)
 		}
 		return
 	}
+	if st.key.delta && errDetail == nil {
+		version = ts.sentVersion // a delta ACK names the response by nonce only
+	}
 	switch {
-	case req.GetErrorDetail() != nil:
-		s.recordNackLocked(st, ts, typeURL, ts.sentVersion, nonce, req)
+	case errDetail != nil:
+		s.recordNackLocked(st, ts, ts.sentVersion, nonce, version, errDetail)
 		ts.nackedNonce = nonce
-		req.VersionInfo = ts.sentVersion
 	case nonce == ts.nackedNonce:
 		// Still answering the rejected response (e.g. new resource names):
-		// the proxy holds the rejected version as far as the cache goes.
-		req.VersionInfo = ts.sentVersion
-	case req.GetVersionInfo() != ts.sentVersion:
+		// the proxy keeps its last good config.
+	case version != ts.sentVersion:
 		// Neither an ACK nor a NACK: a client asking again from another
 		// version (Envoy does not, but a debugging client may). The cache
 		// answers it; there is nothing to record.
 	default:
-		ts.ackedVersion = req.GetVersionInfo()
+		ts.ackedVersion = version
 		ts.ackedAt = s.clock.Now()
 		p := st.proxy
 		if pc, ok := p.pending[typeURL]; ok && pc.version == ts.ackedVersion {
 			s.metrics.convergence.Observe(ts.ackedAt.Sub(pc.since).Seconds())
 			delete(p.pending, typeURL)
 		}
-		s.log.Debug("ACK", "proxy", proxyID, "type", shortType(typeURL), "version", ts.ackedVersion)
+		s.log.Debug("ACK", "proxy", p.proxy.ID, "type", shortType(typeURL), "version", ts.ackedVersion)
 	}
 }
 
 // recordNackLocked logs and counts a rejection and keeps it for syncz.
-func (s *DiscoveryServer) recordNackLocked(st *streamState, ts *typeStatus, typeURL, version, nonce string, req *discovery.DiscoveryRequest) {
-	detail := req.GetErrorDetail()
+func (s *DiscoveryServer) recordNackLocked(st *streamState, ts *typeStatus, version, nonce, keeps string, detail *status.Status) {
 	ts.lastNack = &nackRecord{version: version, nonce: nonce, message: detail.GetMessage(), code: detail.GetCode(), at: s.clock.Now()}
-	s.metrics.rejects.WithLabelValues(shortType(typeURL)).Inc()
+	s.metrics.rejects.WithLabelValues(shortType(ts.typeURL)).Inc()
 	p := st.proxy
-	if pc, ok := p.pending[typeURL]; ok && pc.version == version {
-		delete(p.pending, typeURL) // it will not converge on a version it rejected
+	if pc, ok := p.pending[ts.typeURL]; ok && pc.version == version {
+		delete(p.pending, ts.typeURL) // it will not converge on a version it rejected
 	}
 	v := version
 	if v == "" {
 		v = fmt.Sprintf("unknown (stale nonce %s)", nonce)
 	}
-	s.log.Warn("proxy rejected config (NACK)", "proxy", p.proxy.ID, "type", shortType(typeURL), "version", v,
-		"keeps", req.GetVersionInfo(), "error", detail.GetMessage())
+	if st.key.delta {
+		keeps = ts.ackedVersion
+	}
+	s.log.Warn("proxy rejected config (NACK)", "proxy", p.proxy.ID, "type", shortType(ts.typeURL), "version", v,
+		"keeps", keeps, "delta", st.key.delta, "error", detail.GetMessage())
 }

@@ -3,6 +3,7 @@ package xds
 import (
 	"time"
 
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -13,11 +14,11 @@ import (
 type proxyState struct {
 	proxy       *model.Proxy
 	connectedAt time.Time
-	streams     map[int64]*streamState
-	// group and snapshot are what the last push (or the connect) gave the
+	streams     map[streamKey]*streamState
+	// group and view are what the last push (or the connect) gave the
 	// proxy; nil until the first push after sync.
-	group    *group
-	snapshot *cache.Snapshot
+	group *group
+	view  *view
 	// pending holds, per type URL, a change that was set but not yet
 	// ACKed, for the convergence metric.
 	pending map[string]pendingChange
@@ -30,20 +31,46 @@ type pendingChange struct {
 	since   time.Time
 }
 
+// streamKey identifies a stream: go-control-plane's state-of-the-world and
+// delta servers number their streams independently.
+type streamKey struct {
+	delta bool
+	id    int64
+}
+
 // streamState is one ADS stream. All fields are guarded by mu.
 type streamState struct {
-	id       int64
+	key      streamKey
 	peer     string
 	openedAt time.Time
 	// proxy is nil until the stream's first request has been parsed.
 	proxy *proxyState
 	// types is the protocol state per type URL.
 	types map[string]*typeStatus
+	// request is the request handed from the callback that saw it to the
+	// CreateWatch (or CreateDeltaWatch) call that follows on the same
+	// goroutine; see DiscoveryServer.requests.
+	request any
 }
 
-// typeStatus is what one stream has been sent of one type and what the
-// proxy said about it.
+// typeStatus is one stream's state for one type: the open watch, what was
+// sent, and what the proxy said about it.
 type typeStatus struct {
+	typeURL string
+	watch   *watch
+
+	// sent is the set the last SotW response was cut from and sentNames
+	// the names it answered (nil for a wildcard response). Together they
+	// are what the proxy holds, accepted or not: a change is pushed only
+	// when the view differs from them, so a NACKed response is not sent
+	// again.
+	sent      *typeSet
+	sentNames map[string]struct{}
+	// inflight are responses handed to go-control-plane but not yet
+	// written: they become sent in OnStreamResponse. (Ordered ADS drops a
+	// queued response when a newer request of its type arrives.)
+	inflight []*inflight
+
 	sentVersion string
 	sentNonce   string
 	sentAt      time.Time
@@ -52,12 +79,32 @@ type typeStatus struct {
 	ackedVersion string
 	ackedAt      time.Time
 
-	// nackedNonce is the nonce of a response the proxy rejected. Requests
-	// that still carry it (the NACK itself, or a later request changing
-	// resource names before another response) are treated as holding the
-	// rejected version, so the cache does not send it again.
+	// nackedNonce is the nonce of a response the proxy rejected. A request
+	// still carrying it (the NACK itself, or a later request changing
+	// resource names before another response) holds the rejected content,
+	// not the version it names.
 	nackedNonce string
 	lastNack    *nackRecord
+}
+
+// inflight is a response queued for a stream.
+type inflight struct {
+	sotw  *discovery.DiscoveryResponse
+	delta *discovery.DeltaDiscoveryResponse
+	set   *typeSet
+	names map[string]struct{}
+}
+
+// watch is an open request of one type on one stream, waiting for a view
+// that differs from what the stream holds. It answers at most once.
+type watch struct {
+	st       *streamState
+	ts       *typeStatus
+	sotwReq  *discovery.DiscoveryRequest
+	deltaReq *discovery.DeltaDiscoveryRequest
+	sub      cache.Subscription
+	sotwCh   chan cache.Response
+	deltaCh  chan cache.DeltaResponse
 }
 
 // nackRecord is the last rejection of a type on a stream.
@@ -72,7 +119,7 @@ type nackRecord struct {
 func (st *streamState) typeStatus(typeURL string) *typeStatus {
 	ts := st.types[typeURL]
 	if ts == nil {
-		ts = &typeStatus{}
+		ts = &typeStatus{typeURL: typeURL}
 		st.types[typeURL] = ts
 	}
 	return ts

@@ -36,3 +36,26 @@ func TestDefaultGeneratorServesTheCoreTranslation(t *testing.T) {
 		t.Errorf("translation errors: %v", tr)
 	}
 }
+
+// The default generator serves proxyless gRPC clients grpcgen's resources,
+// each by the name the client asks for.
+func TestDefaultGeneratorServesProxylessClients(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	h.s.gen = CoreGenerator{}
+	h.syncAndWait()
+	c := h.connectGRPC("app-1", true)
+	for _, step := range []struct{ typeURL, name string }{
+		{resource.ListenerType, reviewsLDS}, {resource.RouteType, reviewsLDS}, {resource.ClusterType, reviewsCDS}, {resource.EndpointType, reviewsCDS},
+	} {
+		c.subscribe(step.typeURL, step.name)
+		resp := c.next(step.typeURL)
+		if got := resourceNames(t, resp); !slices.Equal(got, []string{step.name}) {
+			t.Errorf("%s %s: got %v", shortType(step.typeURL), step.name, got)
+		}
+		c.ack(resp)
+	}
+	c.barrier()
+	if _, tr := h.s.currentErrors(); len(tr) != 0 {
+		t.Errorf("translation errors: %v", tr)
+	}
+}

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 
 	admin "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -104,7 +100,7 @@ func specJSON(m proto.Message) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// handleConfigDump serves the snapshot a proxy is being served, in Envoy's
+// handleConfigDump serves the view a proxy is being served, in Envoy's
 // admin ConfigDump form (what Envoy's /config_dump shows), as protojson.
 func (s *DiscoveryServer) handleConfigDump(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("proxyID")
@@ -114,20 +110,20 @@ func (s *DiscoveryServer) handleConfigDump(w http.ResponseWriter, r *http.Reques
 	}
 	s.mu.Lock()
 	p := s.proxies[id]
-	var snap *cache.Snapshot
+	var v *view
 	if p != nil {
-		snap = p.snapshot // immutable once set; safe to read after unlock
+		v = p.view // immutable once set; safe to read after unlock
 	}
 	s.mu.Unlock()
 	switch {
 	case p == nil:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("proxy %q is not connected (see /debug/adsz)", id))
 		return
-	case snap == nil:
+	case v == nil:
 		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("proxy %q has no config yet: waiting for config sync and the first push", id))
 		return
 	}
-	dump, err := configDump(snap)
+	dump, err := configDump(v)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("building config dump for %q: %v", id, err))
 		return
@@ -147,54 +143,39 @@ func (s *DiscoveryServer) handleConfigDump(w http.ResponseWriter, r *http.Reques
 	_, _ = w.Write(buf.Bytes())
 }
 
-// configDump renders a snapshot as Envoy's ConfigDump: clusters, endpoints,
-// listeners and routes, each sorted by name, all dynamic (from xDS).
-func configDump(snap *cache.Snapshot) (*admin.ConfigDump, error) {
-	var err error
-	sorted := func(typeURL string) (string, []*anypb.Any) {
-		items := snap.GetResources(typeURL)
-		out := make([]*anypb.Any, 0, len(items))
-		for _, name := range slices.Sorted(maps.Keys(items)) {
-			a, e := anypb.New(items[name])
-			if e != nil && err == nil {
-				err = fmt.Errorf("%s %s: %w", shortType(typeURL), name, e)
-			}
-			out = append(out, a)
-		}
-		return snap.GetVersion(typeURL), out
-	}
-
-	cds := &admin.ClustersConfigDump{}
-	v, items := sorted(resource.ClusterType)
-	cds.VersionInfo = v
-	for _, a := range items {
-		cds.DynamicActiveClusters = append(cds.DynamicActiveClusters, &admin.ClustersConfigDump_DynamicCluster{VersionInfo: v, Cluster: a})
+// configDump renders a view as Envoy's ConfigDump: clusters, endpoints,
+// listeners and routes, each sorted by name, all dynamic (from xDS), from
+// the resources' shared encodings. Secrets, when the view has any, are
+// listed by name and version only: private keys stay out of debug output.
+func configDump(v *view) (*admin.ConfigDump, error) {
+	cds := &admin.ClustersConfigDump{VersionInfo: v.sets[cdsIdx].version}
+	for _, r := range v.sets[cdsIdx].items {
+		cds.DynamicActiveClusters = append(cds.DynamicActiveClusters, &admin.ClustersConfigDump_DynamicCluster{VersionInfo: cds.VersionInfo, Cluster: r.any})
 	}
 	eds := &admin.EndpointsConfigDump{}
-	v, items = sorted(resource.EndpointType)
-	for _, a := range items {
-		eds.DynamicEndpointConfigs = append(eds.DynamicEndpointConfigs, &admin.EndpointsConfigDump_DynamicEndpointConfig{VersionInfo: v, EndpointConfig: a})
+	for _, r := range v.sets[edsIdx].items {
+		eds.DynamicEndpointConfigs = append(eds.DynamicEndpointConfigs, &admin.EndpointsConfigDump_DynamicEndpointConfig{VersionInfo: v.sets[edsIdx].version, EndpointConfig: r.any})
 	}
-	lds := &admin.ListenersConfigDump{}
-	v, items = sorted(resource.ListenerType)
-	lds.VersionInfo = v
-	listeners := snap.GetResources(resource.ListenerType)
-	for i, name := range slices.Sorted(maps.Keys(listeners)) {
+	lds := &admin.ListenersConfigDump{VersionInfo: v.sets[ldsIdx].version}
+	for _, r := range v.sets[ldsIdx].items {
 		lds.DynamicListeners = append(lds.DynamicListeners, &admin.ListenersConfigDump_DynamicListener{
-			Name: name, ActiveState: &admin.ListenersConfigDump_DynamicListenerState{VersionInfo: v, Listener: items[i]},
+			Name: r.name, ActiveState: &admin.ListenersConfigDump_DynamicListenerState{VersionInfo: lds.VersionInfo, Listener: r.any},
 		})
 	}
 	rds := &admin.RoutesConfigDump{}
-	v, items = sorted(resource.RouteType)
-	for _, a := range items {
-		rds.DynamicRouteConfigs = append(rds.DynamicRouteConfigs, &admin.RoutesConfigDump_DynamicRouteConfig{VersionInfo: v, RouteConfig: a})
+	for _, r := range v.sets[rdsIdx].items {
+		rds.DynamicRouteConfigs = append(rds.DynamicRouteConfigs, &admin.RoutesConfigDump_DynamicRouteConfig{VersionInfo: v.sets[rdsIdx].version, RouteConfig: r.any})
 	}
-	if err != nil {
-		return nil, err
+	sections := []proto.Message{cds, eds, lds, rds}
+	if secrets := v.sets[sdsIdx]; len(secrets.items) > 0 {
+		sds := &admin.SecretsConfigDump{}
+		for _, r := range secrets.items {
+			sds.DynamicActiveSecrets = append(sds.DynamicActiveSecrets, &admin.SecretsConfigDump_DynamicSecret{Name: r.name, VersionInfo: r.hash})
+		}
+		sections = append(sections, sds)
 	}
-
 	dump := &admin.ConfigDump{}
-	for _, m := range []proto.Message{cds, eds, lds, rds} {
+	for _, m := range sections {
 		a, err := anypb.New(m)
 		if err != nil {
 			return nil, err

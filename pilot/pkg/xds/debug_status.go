@@ -19,17 +19,22 @@ type Syncz struct {
 // SyncProxy is one proxy's protocol state. With several streams for one
 // node id, Types shows the newest stream, the one Envoy is using.
 type SyncProxy struct {
-	ID           string     `json:"id"`
-	GatewayGroup string     `json:"gatewayGroup"`
-	Stream       int64      `json:"stream"`
-	Types        []SyncType `json:"types"`
+	ID           string `json:"id"`
+	GatewayGroup string `json:"gatewayGroup"`
+	Stream       int64  `json:"stream"`
+	// Delta is set when the stream is delta (incremental) xDS.
+	Delta bool       `json:"delta,omitempty"`
+	Types []SyncType `json:"types"`
 }
 
 // SyncType is one xDS type on one stream. Status is SYNCED (the proxy ACKed
 // the version sent), SENT (sent, no answer yet), NACKED (the proxy rejected
-// the version sent and keeps its previous one), or NOT_SENT. Stale is set
-// when the snapshot has a newer version than was sent (the proxy has not
-// asked for it yet).
+// the version sent and keeps its previous one), or NOT_SENT. Versions are
+// the type's version in the proxy's view (delta responses carry it as
+// system_version_info). Stale is set when the view has a newer version than
+// was sent and the proxy has not asked again since (a proxy waiting on an
+// open request holds everything it asked for: with named requests the
+// view's version may move on without concerning it).
 type SyncType struct {
 	Type            string    `json:"type"`
 	TypeURL         string    `json:"typeUrl"`
@@ -70,14 +75,18 @@ func (s *DiscoveryServer) syncz() Syncz {
 			sp.GatewayGroup = p.group.key
 		}
 		var st *streamState
-		for _, sid := range slices.Sorted(maps.Keys(p.streams)) {
-			st = p.streams[sid] // newest (highest id) wins
+		for _, sid := range slices.SortedFunc(maps.Keys(p.streams), compareStreamKey) {
+			if st == nil || !p.streams[sid].openedAt.Before(st.openedAt) {
+				st = p.streams[sid] // newest wins
+			}
 		}
-		sp.Stream = st.id
+		sp.Stream, sp.Delta = st.key.id, st.key.delta
 		urls := slices.Collect(maps.Keys(st.types))
-		for _, t := range servedTypes {
-			if !slices.Contains(urls, t) && p.snapshot != nil {
-				urls = append(urls, t) // show types not requested yet as NOT_SENT
+		for i, t := range servedTypes {
+			// Show types not requested yet as NOT_SENT: every Envoy
+			// type, and secrets when the view has some.
+			if !slices.Contains(urls, t) && p.view != nil && (slices.Contains(coreTypes, t) || len(p.view.sets[i].items) > 0) {
+				urls = append(urls, t)
 			}
 		}
 		slices.SortFunc(urls, compareTypeURL)
@@ -103,8 +112,8 @@ func compareTypeURL(a, b string) int {
 
 func syncType(typeURL string, ts *typeStatus, p *proxyState) SyncType {
 	out := SyncType{Type: shortType(typeURL), TypeURL: typeURL, Status: "NOT_SENT"}
-	if p.snapshot != nil {
-		out.SnapshotVersion = p.snapshot.GetVersion(typeURL)
+	if p.view != nil {
+		out.SnapshotVersion = p.view.set(typeURL).version
 	}
 	if ts == nil {
 		return out
@@ -123,7 +132,7 @@ func syncType(typeURL string, ts *typeStatus, p *proxyState) SyncType {
 	default:
 		out.Status = "SENT"
 	}
-	out.Stale = ts.sends > 0 && out.SnapshotVersion != "" && out.SnapshotVersion != ts.sentVersion
+	out.Stale = ts.sends > 0 && ts.watch == nil && out.SnapshotVersion != "" && out.SnapshotVersion != ts.sentVersion
 	return out
 }
 
@@ -154,6 +163,7 @@ type AdszProxy struct {
 // AdszStream is one ADS stream of a proxy.
 type AdszStream struct {
 	ID       int64     `json:"id"`
+	Delta    bool      `json:"delta,omitempty"`
 	Peer     string    `json:"peer,omitempty"`
 	OpenedAt time.Time `json:"openedAt"`
 }
@@ -177,9 +187,9 @@ func (s *DiscoveryServer) adsz() Adsz {
 			ap.GatewayGroup = p.group.key
 			ap.Gateways = gatewayNames(p.group.gateways)
 		}
-		for _, sid := range slices.Sorted(maps.Keys(p.streams)) {
+		for _, sid := range slices.SortedFunc(maps.Keys(p.streams), compareStreamKey) {
 			st := p.streams[sid]
-			ap.Streams = append(ap.Streams, AdszStream{ID: sid, Peer: st.peer, OpenedAt: st.openedAt})
+			ap.Streams = append(ap.Streams, AdszStream{ID: sid.id, Delta: sid.delta, Peer: st.peer, OpenedAt: st.openedAt})
 		}
 		out.Proxies = append(out.Proxies, ap)
 	}

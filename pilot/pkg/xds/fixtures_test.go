@@ -2,6 +2,7 @@ package xds
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -93,8 +95,10 @@ func serviceEntry(ns, name, host string, port uint32, addrs ...string) config.Co
 // gateway port, one virtual host per bound VirtualService. It counts its
 // calls so tests can check how often translation runs.
 type fakeGenerator struct {
-	services atomic.Int64
-	gateways atomic.Int64
+	services  atomic.Int64
+	gateways  atomic.Int64
+	endpoints atomic.Int64
+	proxyless atomic.Int64
 	// panicServices and panicGateway make the next calls panic, as a
 	// translator bug would.
 	panicServices atomic.Bool
@@ -107,6 +111,7 @@ type fakeGenerator struct {
 	extraClusters  []*cluster.Cluster
 	extraListeners []*listener.Listener
 	extraRoutes    []*route.RouteConfiguration
+	extraSecrets   []*tlsv3.Secret
 }
 
 var adsSource = &core.ConfigSource{ResourceApiVersion: core.ApiVersion_V3,
@@ -120,14 +125,56 @@ func (g *fakeGenerator) BuildServices(push *model.PushContext) ServiceResources 
 	var out ServiceResources
 	for _, svc := range push.Services() {
 		for _, p := range svc.Ports {
-			name := model.ClusterName(p.Number, "", svc.Hostname)
-			out.Clusters = append(out.Clusters, &cluster.Cluster{
-				Name:                 name,
-				ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
-				EdsClusterConfig:     &cluster.Cluster_EdsClusterConfig{EdsConfig: adsSource},
-				ConnectTimeout:       durationpb.New(time.Second),
-			})
-			cla := &endpoint.ClusterLoadAssignment{ClusterName: name}
+			out.Clusters = append(out.Clusters, fakeCluster(model.ClusterName(p.Number, "", svc.Hostname)))
+		}
+	}
+	out.Endpoints = fakeEndpoints(push)
+	g.mu.Lock()
+	out.Clusters = append(out.Clusters, g.extraClusters...)
+	g.mu.Unlock()
+	return out
+}
+
+func (g *fakeGenerator) BuildEndpoints(push *model.PushContext) EndpointResources {
+	g.endpoints.Add(1)
+	return EndpointResources{Endpoints: fakeEndpoints(push)}
+}
+
+// BuildProxyless serves, per service port, an API listener and route
+// configuration named "HOST:PORT" routing to the port's cluster.
+func (g *fakeGenerator) BuildProxyless(push *model.PushContext) ProxylessResources {
+	g.proxyless.Add(1)
+	var out ProxylessResources
+	for _, svc := range push.Services() {
+		for _, p := range svc.Ports {
+			name := svc.Hostname + ":" + strconv.Itoa(int(p.Number))
+			cname := model.ClusterName(p.Number, "", svc.Hostname)
+			out.Listeners = append(out.Listeners, apiListener(name))
+			out.Routes = append(out.Routes, &route.RouteConfiguration{Name: name, VirtualHosts: []*route.VirtualHost{{
+				Name: name, Domains: []string{"*"}, Routes: []*route.Route{routeTo(cname)},
+			}}})
+			out.Clusters = append(out.Clusters, fakeCluster(cname))
+		}
+	}
+	out.Endpoints = fakeEndpoints(push)
+	return out
+}
+
+func fakeCluster(name string) *cluster.Cluster {
+	return &cluster.Cluster{
+		Name:                 name,
+		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
+		EdsClusterConfig:     &cluster.Cluster_EdsClusterConfig{EdsConfig: adsSource},
+		ConnectTimeout:       durationpb.New(time.Second),
+	}
+}
+
+// fakeEndpoints is one load assignment per service port.
+func fakeEndpoints(push *model.PushContext) []*endpoint.ClusterLoadAssignment {
+	var out []*endpoint.ClusterLoadAssignment
+	for _, svc := range push.Services() {
+		for _, p := range svc.Ports {
+			cla := &endpoint.ClusterLoadAssignment{ClusterName: model.ClusterName(p.Number, "", svc.Hostname)}
 			var lbs []*endpoint.LbEndpoint
 			for _, ep := range svc.Endpoints {
 				lbs = append(lbs, &endpoint.LbEndpoint{HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{
@@ -135,13 +182,28 @@ func (g *fakeGenerator) BuildServices(push *model.PushContext) ServiceResources 
 				}}})
 			}
 			cla.Endpoints = []*endpoint.LocalityLbEndpoints{{LbEndpoints: lbs}}
-			out.Endpoints = append(out.Endpoints, cla)
+			out = append(out, cla)
 		}
 	}
-	g.mu.Lock()
-	out.Clusters = append(out.Clusters, g.extraClusters...)
-	g.mu.Unlock()
 	return out
+}
+
+func routeTo(cluster string) *route.Route {
+	return &route.Route{
+		Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
+		Action: &route.Route_Route{Route: &route.RouteAction{ClusterSpecifier: &route.RouteAction_Cluster{
+			Cluster: cluster,
+		}}},
+	}
+}
+
+// apiListener is a proxyless gRPC listener fetching its routes over RDS.
+func apiListener(name string) *listener.Listener {
+	m := &hcm.HttpConnectionManager{
+		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{ConfigSource: adsSource, RouteConfigName: name}},
+	}
+	a, _ := anypb.New(m)
+	return &listener.Listener{Name: name, ApiListener: &listener.ApiListener{ApiListener: a}}
 }
 
 func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
@@ -167,12 +229,7 @@ func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.
 				vhosts[port] = append(vhosts[port], &route.VirtualHost{
 					Name:    vs.Namespace + "/" + vs.Name,
 					Domains: spec.GetHosts(),
-					Routes: []*route.Route{{
-						Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
-						Action: &route.Route_Route{Route: &route.RouteAction{ClusterSpecifier: &route.RouteAction_Cluster{
-							Cluster: model.ClusterName(d.GetPort().GetNumber(), "", d.GetHost()),
-						}}},
-					}},
+					Routes:  []*route.Route{routeTo(model.ClusterName(d.GetPort().GetNumber(), "", d.GetHost()))},
 				})
 			}
 		}
@@ -183,6 +240,7 @@ func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.
 	g.mu.Lock()
 	out.Listeners = append(out.Listeners, g.extraListeners...)
 	out.Routes = append(out.Routes, g.extraRoutes...)
+	out.Secrets = append(out.Secrets, g.extraSecrets...)
 	g.mu.Unlock()
 	return out
 }
@@ -230,6 +288,27 @@ func listenerWithRDS(name string, port uint32, routeName string) *listener.Liste
 			Name: "envoy.filters.network.http_connection_manager", ConfigType: &listener.Filter_TypedConfig{TypedConfig: hcmAny},
 		}}}},
 	}
+}
+
+// tlsListener terminates TLS with a certificate fetched over ADS (SDS)
+// and serves the routes of routeName.
+func tlsListener(name string, port uint32, routeName, secret string) *listener.Listener {
+	l := listenerWithRDS(name, port, routeName)
+	tc, _ := anypb.New(&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: secret, SdsConfig: adsSource}},
+	}})
+	l.FilterChains[0].TransportSocket = &core.TransportSocket{Name: "envoy.transport_sockets.tls",
+		ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: tc}}
+	return l
+}
+
+func tlsSecret(name string) *tlsv3.Secret {
+	inline := func(s string) *core.DataSource {
+		return &core.DataSource{Specifier: &core.DataSource_InlineBytes{InlineBytes: []byte(s)}}
+	}
+	return &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+		CertificateChain: inline("cert of " + name), PrivateKey: inline("key of " + name),
+	}}}
 }
 
 // invalidCluster fails ValidateAll: its load balancing policy is not a

@@ -3,12 +3,19 @@ package xds
 import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/endpoint"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/grpcgen"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
 // CoreGenerator is the default Generator: the translators in
-// pilot/pkg/networking/core.
-type CoreGenerator struct{}
+// pilot/pkg/networking/core and, for proxyless gRPC, grpcgen.
+type CoreGenerator struct {
+	// Secrets holds the certificates of HTTPS Gateway servers
+	// (credentialName); nil serves no Secrets, and such servers are
+	// reported and left out.
+	Secrets model.SecretStore
+}
 
 var _ Generator = CoreGenerator{}
 
@@ -18,8 +25,21 @@ func (CoreGenerator) BuildServices(push *model.PushContext) ServiceResources {
 	return ServiceResources{Clusters: r.Clusters, Endpoints: r.Endpoints, Errors: r.Errors}
 }
 
-// BuildGateway calls core.BuildGateway.
-func (CoreGenerator) BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
-	r := core.BuildGateway(push, gateways)
-	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Errors: r.Errors}
+// BuildEndpoints calls endpoint.BuildEndpoints; the server keeps the
+// assignments of the clusters it serves, as core.BuildServices does.
+func (CoreGenerator) BuildEndpoints(push *model.PushContext) EndpointResources {
+	eps, errs := endpoint.BuildEndpoints(push)
+	return EndpointResources{Endpoints: eps, Errors: errs}
+}
+
+// BuildGateway calls core.BuildGatewayWithSecrets.
+func (g CoreGenerator) BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
+	r := core.BuildGatewayWithSecrets(push, gateways, g.Secrets)
+	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Secrets: r.Secrets, Errors: r.Errors}
+}
+
+// BuildProxyless calls grpcgen.Build.
+func (CoreGenerator) BuildProxyless(push *model.PushContext) ProxylessResources {
+	r := grpcgen.Build(push)
+	return ProxylessResources{Listeners: r.Listeners, Routes: r.Routes, Clusters: r.Clusters, Endpoints: r.Endpoints, Errors: r.Errors}
 }

@@ -116,13 +116,17 @@ func (h *harness) update(reason string, cs ...config.Config) {
 	h.s.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{reason: 1}, Start: h.clock.Now()})
 }
 
-func (h *harness) snapshot(id string) *cache.Snapshot {
+// snapshot returns the view a connected proxy is served (shared by every
+// proxy of its group).
+func (h *harness) snapshot(id string) *view {
 	h.t.Helper()
-	snap, err := h.s.cache.GetSnapshot(id)
-	if err != nil {
-		h.t.Fatalf("no snapshot for %s: %v", id, err)
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	p := h.s.proxies[id]
+	if p == nil || p.view == nil {
+		h.t.Fatalf("no view for %s", id)
 	}
-	return snap.(*cache.Snapshot)
+	return p.view
 }
 
 // counter reads a counter or gauge with the given labels from the registry.

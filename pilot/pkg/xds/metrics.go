@@ -23,6 +23,7 @@ type metrics struct {
 	triggers     *prometheus.CounterVec
 	pushDuration prometheus.Histogram
 	translations *prometheus.CounterVec
+	marshals     *prometheus.CounterVec
 }
 
 // Bucket boundaries in seconds follow Istio's for the metrics named after
@@ -40,7 +41,7 @@ func newMetrics(reg *prometheus.Registry, currentErrors func() (source, translat
 	m := &metrics{
 		registry: reg,
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pilot_xds_pushes", Help: "xDS responses sent to proxies, by type (cds, eds, lds, rds).",
+			Name: "pilot_xds_pushes", Help: "xDS responses sent to proxies, by type (cds, eds, lds, rds, sds).",
 		}, []string{"type"}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pilot_xds", Help: "Proxies (distinct node ids) connected over ADS.",
@@ -65,15 +66,20 @@ func newMetrics(reg *prometheus.Registry, currentErrors func() (source, translat
 		}, []string{"type"}),
 		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "wayfinder_push_duration_seconds",
-			Help:    "Seconds to compute one push: push context, translation, snapshots for every connected proxy.",
+			Help:    "Seconds to compute one push: push context, translation, marshaling, views for every connected proxy.",
 			Buckets: latencyBuckets,
 		}),
 		translations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "wayfinder_translations_total", Help: "Translator runs: what=services (once per push) or gateway (once per gateway group).",
+			Name: "wayfinder_translations_total",
+			Help: "Translator runs: what=services (once per full push), endpoints (once per endpoints-only push), gateway (once per gateway group) or proxyless (once per push with proxyless clients).",
 		}, []string{"what"}),
+		marshals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_xds_marshal_total",
+			Help: "Generated resources marshaled, by type: once per new content, never per proxy or per send.",
+		}, []string{"type"}),
 	}
 	reg.MustRegister(m.pushes, m.connected, m.rejects, m.debounce, m.convergence, m.configSize,
-		m.triggers, m.pushDuration, m.translations, &configErrorsCollector{current: currentErrors})
+		m.triggers, m.pushDuration, m.translations, m.marshals, &configErrorsCollector{current: currentErrors})
 	return m
 }
 

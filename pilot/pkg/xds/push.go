@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -21,42 +19,60 @@ import (
 // either see a consistent map).
 type pushState struct {
 	push *model.PushContext
-	// clusters and endpoints are shared by every snapshot of the push.
-	clusters, endpoints cache.Resources
+	// clusters and endpoints are shared by every gateway view of the push.
+	clusters, endpoints *typeSet
 	// errors are the push context's and the service translation's.
 	errors []*config.Error
 	groups map[string]*group
 }
 
-// group is one distinct gateway configuration and the snapshot every proxy
-// with it shares.
+// proxylessKey is the group of every proxyless gRPC client. Gateway group
+// keys are hex hashes or empty, so it cannot collide with one.
+const proxylessKey = "proxyless-grpc"
+
+// group is one distinct configuration (a gateway group, or the proxyless
+// clients) and the view every proxy with it shares.
 type group struct {
 	key      string
 	gateways []config.Key
-	// snapshot is nil when the group's resources could not be assembled
-	// into a consistent snapshot; its proxies keep what they have.
-	snapshot *cache.Snapshot
-	errors   []*config.Error
+	// listeners, routes and secrets are the group's own translation, kept
+	// so an endpoints-only push can reuse them; clusters is set only for
+	// the proxyless group (gateway groups share the push's).
+	listeners, routes, secrets, clusters *typeSet
+	// view is nil when the group's resources could not be assembled into
+	// a consistent view; its proxies keep what they have.
+	view   *view
+	errors []*config.Error
 }
 
-// push computes config for every connected proxy and sets the snapshots.
+// push computes config for every connected proxy and publishes the views.
+// A request that is not Full (only endpoints changed) rebuilds endpoints
+// alone when a full push has happened.
 func (s *DiscoveryServer) push(req *model.PushRequest) {
 	s.pushMu.Lock()
 	defer s.pushMu.Unlock()
 	start := s.clock.Now()
 
-	pc := model.NewPushContext(s.store)
-	st := &pushState{push: pc, groups: map[string]*group{}}
-	svc, err := s.buildServices(pc)
-	if err != nil {
-		// Sending empty clusters would take every route down; keep the
-		// last good push instead.
-		s.log.Error("push abandoned: proxies keep their current config", "err", err, "reasons", req.ReasonList())
-		return
+	pc := model.NewPushContext(s.store, s.registries...)
+	var st *pushState
+	if !req.Full && s.state != nil {
+		st = s.endpointsPush(pc, s.state)
 	}
-	var svcErrs []*config.Error
-	st.clusters, st.endpoints, svcErrs = serviceResources(svc)
-	st.errors = slices.Concat(pc.Errors, svcErrs)
+	full := st == nil
+	if full {
+		svc, err := s.buildServices(pc)
+		if err != nil {
+			// Sending empty clusters would take every route down; keep the
+			// last good push instead.
+			s.log.Error("push abandoned: proxies keep their current config", "err", err, "reasons", req.ReasonList())
+			return
+		}
+		s.intern.rotate(cdsIdx, edsIdx, ldsIdx, rdsIdx, sdsIdx)
+		st = &pushState{push: pc, groups: map[string]*group{}}
+		var svcErrs []*config.Error
+		st.clusters, st.endpoints, svcErrs = serviceResources(s.intern, "", svc)
+		st.errors = slices.Concat(pc.Errors, svcErrs)
+	}
 
 	// New proxies cannot register while pushMu is held, so this list is
 	// complete; proxies that leave meanwhile are skipped below.
@@ -79,7 +95,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		if s.proxies[p.proxy.ID] != p {
 			continue // disconnected during the push
 		}
-		s.setSnapshotLocked(p, assigned[p], since)
+		s.setViewLocked(p, assigned[p], since)
 	}
 	s.mu.Unlock()
 
@@ -89,81 +105,179 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 	}
 	took := s.clock.Since(start)
 	s.metrics.pushDuration.Observe(took.Seconds())
-	s.log.Info("push", "full", req.Full, "reasons", req.ReasonList(), "changed", len(req.ConfigsUpdated),
-		"proxies", len(proxies), "groups", len(st.groups), "cds", st.clusters.Version, "eds", st.endpoints.Version,
+	s.log.Info("push", "full", full, "reasons", req.ReasonList(), "changed", len(req.ConfigsUpdated),
+		"proxies", len(proxies), "groups", len(st.groups), "cds", st.clusters.version, "eds", st.endpoints.version,
 		"duration", took)
 	s.firstPushOnce.Do(func() { close(s.firstPushDone) })
 }
 
-// groupFor returns the proxy's gateway group in st, translating it if no
-// proxy needed it yet (created reports that). The caller holds pushMu.
-func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, created bool) {
-	gws := st.push.GatewaysForProxy(p)
-	key := model.GatewayGroupKey(gws)
-	if g, ok := st.groups[key]; ok {
-		return g, false
+// endpointsPush builds the state of an endpoints-only push from the last
+// one: load assignments are rebuilt, everything else (clusters, every
+// group's listeners, routes and secrets) is reused as it is, so only EDS
+// versions change. It returns nil when a full push is needed instead (the
+// translator panicked, or a cluster lost its assignment).
+func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState) *pushState {
+	s.intern.rotate(edsIdx)
+	eps, err := s.buildEndpoints(pc)
+	if err != nil {
+		return nil
 	}
-	g = &group{key: key, gateways: make([]config.Key, len(gws))}
+	endpoints, errs, ok := endpointResources(s.intern, "", prev.clusters, eps)
+	if !ok {
+		s.log.Info("endpoints-only push needs a full push: a cluster has no load assignment")
+		return nil
+	}
+	// The services' translation errors are kept from the last full push;
+	// endpoint problems found now are added (deduplicated when shown).
+	st := &pushState{push: pc, clusters: prev.clusters, endpoints: endpoints,
+		errors: slices.Concat(pc.Errors, prev.errors, errs), groups: make(map[string]*group, len(prev.groups))}
+	for key, g := range prev.groups {
+		ng := *g
+		if g.key == proxylessKey {
+			// Built again on demand, like a new group: its endpoints are
+			// rebuilt and the rest reused by the interner.
+			continue
+		}
+		if g.view != nil {
+			ng.view = newView(st.clusters, st.endpoints, g.listeners, g.routes, g.secrets)
+		}
+		st.groups[key] = &ng
+	}
+	return st
+}
+
+// groupFor returns the proxy's group in st, translating it if no proxy
+// needed it yet (created reports that). The caller holds pushMu.
+func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, created bool) {
+	if IsProxyless(p) {
+		if g, ok := st.groups[proxylessKey]; ok {
+			return g, false
+		}
+		g = s.proxylessGroup(st)
+	} else {
+		gws := st.push.GatewaysForProxy(p)
+		key := model.GatewayGroupKey(gws)
+		if g, ok := st.groups[key]; ok {
+			return g, false
+		}
+		g = s.gatewayGroup(st, key, gws)
+	}
+	s.mu.Lock()
+	st.groups[g.key] = g
+	s.mu.Unlock()
+	return g, true
+}
+
+// gatewayGroup translates one gateway configuration into its view.
+func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.Config) *group {
+	g := &group{key: key, gateways: make([]config.Key, len(gws))}
 	for i := range gws {
 		g.gateways[i] = gws[i].Key()
 	}
 	res, err := s.buildGateway(st.push, gws)
-	var snap *cache.Snapshot
 	if err == nil {
-		listeners, routes, errs := gatewayResources(res)
-		g.errors = errs
-		snap, err = newSnapshot(st.clusters, st.endpoints, listeners, routes)
+		g.listeners, g.routes, g.secrets, g.errors = gatewayResources(s.intern, "gateway/"+key, res)
+		v := newView(st.clusters, st.endpoints, g.listeners, g.routes, g.secrets)
+		if err = v.consistent(); err == nil {
+			g.view = v
+		}
 	}
 	if err != nil {
-		// A translator panic or an inconsistent snapshot is a bug; keep
-		// the group's proxies on their current config rather than send a
+		// A translator panic or an inconsistent view is a bug; keep the
+		// group's proxies on their current config rather than send a
 		// broken or empty one.
 		s.log.Error("gateway group config not sent: its proxies keep their current config", "group", key, "gateways", g.gateways, "err", err)
 		g.errors = append(g.errors, &config.Error{Source: "gateway group " + key, Message: err.Error()})
 	}
-	g.snapshot = snap
-	s.mu.Lock()
-	st.groups[key] = g
-	s.mu.Unlock()
-	return g, true
+	return g
+}
+
+// proxylessGroup translates the proxyless gRPC resources of a push. On an
+// endpoints-only push only their load assignments are taken from the
+// translation; the rest is the last full push's.
+func (s *DiscoveryServer) proxylessGroup(st *pushState) *group {
+	g := &group{key: proxylessKey}
+	res, err := s.buildProxyless(st.push)
+	if err == nil {
+		scope := "proxyless"
+		var endpoints *typeSet
+		var e1, e2, e3 []*config.Error
+		prev := s.state
+		if prev != nil && prev.push != st.push && prev.groups[proxylessKey] != nil && prev.groups[proxylessKey].view != nil && st.clusters == prev.clusters {
+			// Endpoints-only push: reuse everything but the endpoints.
+			pg := prev.groups[proxylessKey]
+			g.listeners, g.routes, g.clusters = pg.listeners, pg.routes, pg.clusters
+			var ok bool
+			endpoints, e3, ok = endpointResources(s.intern, scope, g.clusters, EndpointResources{Endpoints: res.Endpoints})
+			if !ok {
+				endpoints = pg.view.sets[edsIdx]
+			}
+			g.errors = slices.Concat(pg.errors, e3)
+		} else {
+			g.clusters, endpoints, e1 = serviceResources(s.intern, scope, ServiceResources{Clusters: res.Clusters, Endpoints: res.Endpoints})
+			g.listeners, g.routes, _, e2 = gatewayResources(s.intern, scope, GatewayResources{Listeners: res.Listeners, Routes: res.Routes})
+			g.errors = slices.Concat(res.Errors, e1, e2)
+		}
+		v := newView(g.clusters, endpoints, g.listeners, g.routes, nil)
+		if err = v.consistent(); err == nil {
+			g.view = v
+		}
+	}
+	if err != nil {
+		s.log.Error("proxyless config not sent: proxyless clients keep their current config", "err", err)
+		g.errors = append(g.errors, &config.Error{Source: "proxyless", Message: err.Error()})
+	}
+	return g
 }
 
 // buildServices runs the generator, turning a panic into an error.
 func (s *DiscoveryServer) buildServices(pc *model.PushContext) (res ServiceResources, err error) {
 	s.metrics.translations.WithLabelValues("services").Inc()
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("service translation panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("service translation panicked: %v", r)
-		}
-	}()
+	defer s.recoverTranslation("service", &err)
 	return s.gen.BuildServices(pc), nil
+}
+
+// buildEndpoints runs the generator, turning a panic into an error.
+func (s *DiscoveryServer) buildEndpoints(pc *model.PushContext) (res EndpointResources, err error) {
+	s.metrics.translations.WithLabelValues("endpoints").Inc()
+	defer s.recoverTranslation("endpoint", &err)
+	return s.gen.BuildEndpoints(pc), nil
 }
 
 // buildGateway runs the generator, turning a panic into an error.
 func (s *DiscoveryServer) buildGateway(pc *model.PushContext, gws []config.Config) (res GatewayResources, err error) {
 	s.metrics.translations.WithLabelValues("gateway").Inc()
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("gateway translation panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("gateway translation panicked: %v", r)
-		}
-	}()
+	defer s.recoverTranslation("gateway", &err)
 	return s.gen.BuildGateway(pc, gws), nil
 }
 
-// setSnapshotLocked gives p its group's snapshot and notes, for the
-// convergence metric, which types changed and since when. The caller holds
-// mu.
-func (s *DiscoveryServer) setSnapshotLocked(p *proxyState, g *group, since time.Time) {
+// buildProxyless runs the generator, turning a panic into an error.
+func (s *DiscoveryServer) buildProxyless(pc *model.PushContext) (res ProxylessResources, err error) {
+	s.metrics.translations.WithLabelValues("proxyless").Inc()
+	defer s.recoverTranslation("proxyless", &err)
+	return s.gen.BuildProxyless(pc), nil
+}
+
+// recoverTranslation turns a translator panic into *err.
+func (s *DiscoveryServer) recoverTranslation(what string, err *error) {
+	if r := recover(); r != nil {
+		s.log.Error(what+" translation panicked", "panic", r, "stack", string(debug.Stack()))
+		*err = fmt.Errorf("%s translation panicked: %v", what, r)
+	}
+}
+
+// setViewLocked gives p its group's view, notes for the convergence metric
+// which types changed and since when, and answers the watches the change
+// concerns. The caller holds mu.
+func (s *DiscoveryServer) setViewLocked(p *proxyState, g *group, since time.Time) {
 	p.group = g
-	if g.snapshot == nil || g.snapshot == p.snapshot {
+	if g.view == nil || g.view == p.view {
 		return
 	}
-	if p.snapshot != nil {
-		for _, t := range servedTypes {
-			v := g.snapshot.GetVersion(t)
-			if v == p.snapshot.GetVersion(t) {
+	if p.view != nil {
+		for i, t := range servedTypes {
+			v := g.view.sets[i].version
+			if v == p.view.sets[i].version {
 				continue
 			}
 			// A change not yet ACKed keeps its earlier start: the proxy
@@ -175,10 +289,8 @@ func (s *DiscoveryServer) setSnapshotLocked(p *proxyState, g *group, since time.
 			}
 		}
 	}
-	p.snapshot = g.snapshot
-	if err := s.cache.SetSnapshot(s.ctx, p.proxy.ID, g.snapshot); err != nil {
-		s.log.Error("setting snapshot", "proxy", p.proxy.ID, "err", err)
-	}
+	p.view = g.view
+	s.notifyLocked(p)
 }
 
 // currentErrors returns the source's standing errors and the translation

@@ -8,12 +8,11 @@ import (
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/delta/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
 
@@ -25,6 +24,9 @@ import (
 type Options struct {
 	// Store is read once per push to build the push context. Required.
 	Store model.ConfigStore
+	// Registries add services (Kubernetes Services) to every push context
+	// besides the store's ServiceEntries.
+	Registries []model.ServiceDiscovery
 	// Errors, when set, reports the problems the source currently has
 	// (files that do not parse, objects that fail validation). They are
 	// counted with the translation errors and shown by /debug/configz.
@@ -41,20 +43,35 @@ type Options struct {
 	// Clock stamps connections, ACKs and NACKs and times pushes; nil means
 	// the real clock.
 	Clock clock.WithTicker
+	// Secrets holds the certificates HTTPS Gateway servers name
+	// (credentialName), for the default generator; ignored when Generator
+	// is set.
+	Secrets model.SecretStore
+	// MaxConcurrentSends bounds how many responses are written to ADS
+	// streams at once, across all streams (each write holds a marshaled
+	// response in gRPC's buffers until the peer takes it). Zero means 100;
+	// a negative value means no bound.
+	MaxConcurrentSends int
 }
 
-// DiscoveryServer serves ADS from snapshots computed by pushes. See the
+// DiscoveryServer serves ADS from views computed by pushes. See the
 // package comment for how pushes, NACKs and locking work.
 type DiscoveryServer struct {
-	store   model.ConfigStore
-	errors  model.ConfigErrorReporter
-	gen     Generator
-	log     *slog.Logger
-	clock   clock.WithTicker
-	metrics *metrics
+	store model.ConfigStore
+	// registries feed model.NewPushContext with the store.
+	registries []model.ServiceDiscovery
+	errors     model.ConfigErrorReporter
+	gen        Generator
+	log        *slog.Logger
+	clock      clock.WithTicker
+	metrics    *metrics
 
-	cache     cache.SnapshotCache
-	sotw      sotw.Server
+	// intern keeps each generated resource's marshaled form; see resources.go.
+	intern *interner
+	sotw   sotw.Server
+	delta  delta.Server
+	// sends bounds concurrent stream writes; nil means no bound.
+	sends     chan struct{}
 	debouncer *debounce.Debouncer[*model.PushRequest]
 
 	// ctx ends every ADS stream; it is cancelled when Run returns.
@@ -76,9 +93,13 @@ type DiscoveryServer struct {
 	state *pushState
 	// proxies are the connected proxies by node id.
 	proxies map[string]*proxyState
-	// streams are the open ADS streams by go-control-plane stream id,
-	// including streams whose first request has not arrived yet.
-	streams map[int64]*streamState
+	// streams are the open ADS streams, including streams whose first
+	// request has not arrived yet.
+	streams map[streamKey]*streamState
+	// requests maps a request the callbacks saw to its stream, for the
+	// CreateWatch call go-control-plane makes next on the same goroutine
+	// (the cache interface does not say which stream a request is on).
+	requests map[any]*streamState
 }
 
 // NewDiscoveryServer builds a server. Nothing runs until Run; ADS streams
@@ -91,7 +112,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Generator == nil {
-		opts.Generator = CoreGenerator{}
+		opts.Generator = CoreGenerator{Secrets: opts.Secrets}
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
@@ -101,20 +122,34 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	}
 	s := &DiscoveryServer{
 		store:         opts.Store,
+		registries:    opts.Registries,
 		errors:        opts.Errors,
 		gen:           opts.Generator,
 		log:           opts.Logger,
 		clock:         opts.Clock,
 		firstPushDone: make(chan struct{}),
 		proxies:       map[string]*proxyState{},
-		streams:       map[int64]*streamState{},
+		streams:       map[streamKey]*streamState{},
+		requests:      map[any]*streamState{},
 	}
 	s.metrics = newMetrics(opts.Registry, s.currentErrors)
+	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(shortType(typeURL)).Inc() })
+	switch {
+	case opts.MaxConcurrentSends == 0:
+		s.sends = make(chan struct{}, 100)
+	case opts.MaxConcurrentSends > 0:
+		s.sends = make(chan struct{}, opts.MaxConcurrentSends)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	// ADS mode: the cache holds EDS and RDS answers until the request names
-	// every resource, and answers watches in CDS, EDS, LDS, RDS order.
-	s.cache = cache.NewSnapshotCache(true, cache.IDHash{}, cpLogger{s.log})
-	s.sotw = sotw.NewServer(s.ctx, s.cache, callbacks{s}, sotw.WithOrderedADS(), sotw.WithLogger(cpLogger{s.log}))
+	// Endpoints, routes and secrets are only ever asked for by name: an
+	// empty list subscribes to nothing (not, as legacy xDS had it, to
+	// everything), so a proxy gets exactly what it names.
+	named := []string{resource.EndpointType, resource.RouteType, resource.SecretType}
+	c := adsCache{s}
+	s.sotw = sotw.NewServer(s.ctx, c, callbacks{s}, sotw.WithOrderedADS(), sotw.WithLogger(cpLogger{s.log}),
+		sotw.DeactivateLegacyWildcardForTypes(named))
+	s.delta = delta.NewServer(s.ctx, c, callbacks{s}, delta.WithLogger(cpLogger{s.log}),
+		delta.DeactivateLegacyWildcardForTypes(named))
 
 	onFire := opts.Debounce.OnFire
 	opts.Debounce.OnFire = func(merged int, waited time.Duration) {
@@ -127,24 +162,71 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	return s
 }
 
-// Register adds the aggregated discovery service (state of the world) to g.
-// Delta xDS is answered with Unimplemented for now.
+// Register adds the aggregated discovery service, state of the world and
+// delta (incremental), to g.
 func (s *DiscoveryServer) Register(g *grpc.Server) {
 	discovery.RegisterAggregatedDiscoveryServiceServer(g, adsService{s: s})
 }
 
-// adsService adapts the go-control-plane stream handler to the gRPC service.
+// adsService adapts the go-control-plane stream handlers to the gRPC service.
 type adsService struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
 	s *DiscoveryServer
 }
 
 func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return a.s.sotw.StreamHandler(stream, resource.AnyType)
+	return a.s.sotw.StreamHandler(sotwStream{stream, a.s.sends}, resource.AnyType)
 }
 
-func (a adsService) DeltaAggregatedResources(discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	return status.Error(codes.Unimplemented, "delta xDS is not served yet; use state-of-the-world ADS")
+func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return a.s.delta.DeltaStreamHandler(deltaStream{stream, a.s.sends}, resource.AnyType)
+}
+
+// sotwStream and deltaStream bound concurrent writes: go-control-plane has
+// no hook around Send, so the stream it is given takes a slot of sends for
+// each write.
+type sotwStream struct {
+	discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer
+	sends chan struct{}
+}
+
+func (s sotwStream) Send(r *discovery.DiscoveryResponse) error {
+	if err := acquire(s.Context(), s.sends); err != nil {
+		return err
+	}
+	defer release(s.sends)
+	return s.AggregatedDiscoveryService_StreamAggregatedResourcesServer.Send(r)
+}
+
+type deltaStream struct {
+	discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer
+	sends chan struct{}
+}
+
+func (s deltaStream) Send(r *discovery.DeltaDiscoveryResponse) error {
+	if err := acquire(s.Context(), s.sends); err != nil {
+		return err
+	}
+	defer release(s.sends)
+	return s.AggregatedDiscoveryService_DeltaAggregatedResourcesServer.Send(r)
+}
+
+func acquire(ctx context.Context, sem chan struct{}) error {
+	if sem == nil {
+		return nil
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func release(sem chan struct{}) {
+	if sem != nil {
+		<-sem
+	}
 }
 
 // ConfigUpdate asks for a push. Requests are merged by the debouncer;
@@ -172,7 +254,7 @@ func (s *DiscoveryServer) Synced() {
 }
 
 // FirstPushDone is closed once the first push after Synced has set every
-// connected proxy's snapshot.
+// connected proxy's view.
 func (s *DiscoveryServer) FirstPushDone() <-chan struct{} { return s.firstPushDone }
 
 // Ready reports whether the server has synced and pushed once.

@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -24,16 +23,21 @@ func edsCluster(name string, timeout time.Duration) *cluster.Cluster {
 		EdsClusterConfig: &cluster.Cluster_EdsClusterConfig{EdsConfig: adsSource}, ConnectTimeout: durationpb.New(timeout)}
 }
 
+// validate checks and interns resources with a fresh interner.
+func validate[T types.Resource](t int, in []T) ([]*res, []*config.Error) {
+	return prepare(newInterner(nil), t, "", in)
+}
+
 func TestVersionIsAHashOfContent(t *testing.T) {
 	a := []*cluster.Cluster{edsCluster("a", time.Second), edsCluster("b", time.Second)}
 	reversed := []*cluster.Cluster{edsCluster("b", time.Second), edsCluster("a", time.Second)}
 	changed := []*cluster.Cluster{edsCluster("a", 2*time.Second), edsCluster("b", time.Second)}
 	ver := func(cs []*cluster.Cluster) string {
-		v, errs := validate(resource.ClusterType, cs)
+		v, errs := validate(cdsIdx, cs)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		return version(v)
+		return newTypeSet(v).version
 	}
 	if ver(a) != ver(reversed) {
 		t.Error("version depends on the order resources were generated in")
@@ -51,9 +55,13 @@ func TestVersionIsAHashOfContent(t *testing.T) {
 
 func TestValidateDropsInvalidUnnamedAndDuplicateResources(t *testing.T) {
 	in := []*cluster.Cluster{edsCluster("ok", time.Second), invalidCluster("bad"), edsCluster("", time.Second), edsCluster("ok", 2*time.Second)}
-	got, errs := validate(resource.ClusterType, in)
-	if len(got) != 1 || got[0].name != "ok" || got[0].res != in[0] {
-		t.Errorf("kept %v, want only the first \"ok\" (the same pointer, not a copy)", got)
+	got, errs := validate(cdsIdx, in)
+	if len(got) != 1 || got[0].name != "ok" {
+		t.Fatalf("kept %v, want only the first \"ok\"", got)
+	}
+	var kept cluster.Cluster
+	if err := got[0].any.UnmarshalTo(&kept); err != nil || !proto.Equal(&kept, in[0]) {
+		t.Errorf("kept encoding decodes to %v (%v), want the first \"ok\"", &kept, err)
 	}
 	var msgs []string
 	for _, e := range errs {
@@ -70,14 +78,15 @@ func TestValidateDropsInvalidUnnamedAndDuplicateResources(t *testing.T) {
 }
 
 func TestPruneKeepsSnapshotsConsistent(t *testing.T) {
+	in := newInterner(nil)
 	cs := []*cluster.Cluster{edsCluster("with-cla", time.Second), edsCluster("no-cla", time.Second)}
 	es := []*endpoint.ClusterLoadAssignment{{ClusterName: "with-cla"}, {ClusterName: "unused"}}
-	clusters, endpoints, errs := serviceResources(ServiceResources{Clusters: cs, Endpoints: es,
+	clusters, endpoints, errs := serviceResources(in, "", ServiceResources{Clusters: cs, Endpoints: es,
 		Errors: []*config.Error{{Message: "from the translator"}}})
-	if got := names(clusters.Items); !slices.Equal(got, []string{"with-cla"}) {
+	if got := clusters.names(); !slices.Equal(got, []string{"with-cla"}) {
 		t.Errorf("clusters %v", got)
 	}
-	if got := names(endpoints.Items); !slices.Equal(got, []string{"with-cla"}) {
+	if got := endpoints.names(); !slices.Equal(got, []string{"with-cla"}) {
 		t.Errorf("endpoints %v", got)
 	}
 	if len(errs) != 3 || errs[0].Message != "from the translator" {
@@ -86,40 +95,33 @@ func TestPruneKeepsSnapshotsConsistent(t *testing.T) {
 
 	ls := []*listener.Listener{httpListener(80), listenerWithRDS("0.0.0.0_81", 81, "missing")}
 	rs := []*route.RouteConfiguration{{Name: model.RouteName(80)}, {Name: "unused"}}
-	listeners, routes, errs := gatewayResources(GatewayResources{Listeners: ls, Routes: rs})
-	if got := names(listeners.Items); !slices.Equal(got, []string{"0.0.0.0_80"}) {
+	listeners, routes, secrets, errs := gatewayResources(in, "g", GatewayResources{Listeners: ls, Routes: rs})
+	if got := listeners.names(); !slices.Equal(got, []string{"0.0.0.0_80"}) {
 		t.Errorf("listeners %v", got)
 	}
-	if got := names(routes.Items); !slices.Equal(got, []string{"http.80"}) {
+	if got := routes.names(); !slices.Equal(got, []string{"http.80"}) {
 		t.Errorf("routes %v", got)
 	}
 	if len(errs) != 2 {
 		t.Errorf("errors %v, want the dangling listener and the unused route", errs)
 	}
-	snap, err := newSnapshot(clusters, endpoints, listeners, routes)
-	if err != nil {
+	v := newView(clusters, endpoints, listeners, routes, secrets)
+	if err := v.consistent(); err != nil {
 		t.Fatal(err)
 	}
 	for _, typ := range servedTypes {
-		if snap.GetVersion(typ) == "" {
+		if v.set(typ).version == "" {
 			t.Errorf("%s has no version", shortType(typ))
 		}
 	}
 }
 
 func TestNewSnapshotRejectsInconsistentResources(t *testing.T) {
-	valid, errs := validate(resource.ClusterType, []*cluster.Cluster{edsCluster("c", time.Second)})
+	valid, errs := validate(cdsIdx, []*cluster.Cluster{edsCluster("c", time.Second)})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	clusters := toResources(valid)
-	none := toResources(nil)
-	if _, err := newSnapshot(clusters, none, none, none); err == nil {
-		t.Error("a cluster without its load assignment made a consistent snapshot")
+	if err := newView(newTypeSet(valid), nil, nil, nil, nil).consistent(); err == nil {
+		t.Error("a cluster without its load assignment made a consistent view")
 	}
-}
-
-// names lists a resource group's names, sorted.
-func names(items map[string]types.ResourceWithTTL) []string {
-	return slices.Sorted(maps.Keys(items))
 }

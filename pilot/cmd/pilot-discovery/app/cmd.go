@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 )
@@ -41,8 +42,11 @@ func newDiscoveryCommand() *cobra.Command {
 				return err
 			}
 			opts.Logger = logger
-			if opts.ConfigDir == "" {
-				return usageError(cmd, "--config-dir is required (file mode is the only config source so far)")
+			// client-go logs through klog; send it to the same handler so
+			// every line has one format.
+			klog.SetSlogLogger(logger.With("component", "client-go"))
+			if opts.ConfigDir != "" && opts.Kubeconfig != "" {
+				return usageError(cmd, "--config-dir and --kubeconfig are both set: choose one config source, a folder of YAML (file mode) or a Kubernetes cluster")
 			}
 			s, err := bootstrap.NewServer(opts)
 			if err != nil {
@@ -56,8 +60,17 @@ func newDiscoveryCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.GRPCAddr, "grpc-addr", ":15010", "address of the ADS gRPC server")
 	f.StringVar(&opts.HTTPAddr, "http-addr", ":15014", "address of the debug, readiness and metrics HTTP server")
-	f.StringVar(&opts.ConfigDir, "config-dir", "", "folder of Istio YAML to serve (file mode)")
+	f.StringVar(&opts.ConfigDir, "config-dir", "", "folder of Istio YAML to serve (file mode); without it config comes from Kubernetes")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read config, Services and EndpointSlices from (Kubernetes mode); empty with no --config-dir means the in-cluster service account")
+	f.StringSliceVar(&opts.WatchNamespaces, "watch-namespaces", nil, "comma-separated namespaces Kubernetes mode watches; empty means all")
+	f.StringVar(&opts.DomainSuffix, "domain-suffix", "cluster.local", "DNS suffix of Kubernetes Service hostnames (NAME.NAMESPACE.svc.SUFFIX)")
 	f.DurationVar(&opts.RescanInterval, "config-rescan-interval", 30*time.Second, "how often file mode rescans --config-dir as a backstop to file-system events")
+	f.StringVar(&opts.Ingress.Class, "ingress-class", "", "legacy kubernetes.io/ingress.class value to handle, besides IngressClasses naming controller wayfinder.io/ingress-controller")
+	f.StringVar(&opts.Ingress.Service, "ingress-service", "istio-system/istio-ingressgateway", "gateway Service (namespace/name) whose addresses are written to Ingress status")
+	f.BoolVar(&opts.Ingress.Disabled, "disable-ingress", false, "do not translate Kubernetes Ingresses or write their status")
+	f.StringVar(&opts.PodName, "pod-name", "", "this replica's pod name, for the Lease electing the Ingress status writer (downward API)")
+	f.StringVar(&opts.PodNamespace, "pod-namespace", "", "this replica's namespace, where that Lease lives (downward API)")
+	f.DurationVar(&opts.Debounce.LeadingDelay, "debounce-first", 10*time.Millisecond, "delay before pushing a lone change after a quiet spell; changes in a burst wait --debounce-after (0: always wait --debounce-after)")
 	f.DurationVar(&opts.Debounce.QuietPeriod, "debounce-after", 100*time.Millisecond, "quiet period after a config change before pushing")
 	f.DurationVar(&opts.Debounce.MaxDelay, "debounce-max", 10*time.Second, "longest a config change waits for the quiet period")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close")

@@ -14,9 +14,15 @@ import (
 // Editors save in bursts (write a temp file, rename it over the original,
 // or truncate then write); rescanning once the burst has been quiet for a
 // moment avoids reading a half-written file.
+//
+// A lone change after a quiet spell is read after coalesceLeading only, so
+// an edit reaches proxies quickly; a file caught half written parses badly
+// for a moment (its last good objects stay) and the write that completes
+// it triggers another rescan.
 const (
-	coalesceQuiet = 100 * time.Millisecond
-	coalesceMax   = time.Second
+	coalesceLeading = 10 * time.Millisecond
+	coalesceQuiet   = 100 * time.Millisecond
+	coalesceMax     = time.Second
 )
 
 // Run watches Dir until ctx is cancelled, rescanning on file changes and
@@ -47,7 +53,7 @@ func (c *Controller) Run(ctx context.Context) {
 		c.rescan()
 	}
 
-	coalesce := debounce.New(debounce.Options{QuietPeriod: coalesceQuiet, MaxDelay: coalesceMax, Clock: c.clock},
+	coalesce := debounce.New(debounce.Options{QuietPeriod: coalesceQuiet, MaxDelay: coalesceMax, LeadingDelay: coalesceLeading, Clock: c.clock},
 		func(a, _ struct{}) struct{} { return a }, func(struct{}) { refresh() })
 	wg.Go(func() { coalesce.Run(ctx) })
 	if w != nil {

@@ -18,6 +18,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster"
@@ -27,12 +28,16 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
-// GatewayResources are the listeners and routes of one gateway
-// configuration, sorted by name, and the problems found building them.
+// GatewayResources are the listeners, routes and SDS secrets of one
+// gateway configuration, sorted by name, and the problems found building
+// them.
 type GatewayResources struct {
 	Listeners []*listenerv3.Listener
 	Routes    []*routev3.RouteConfiguration
-	Errors    []*config.Error
+	// Secrets are the certificates the HTTPS listeners fetch over SDS
+	// (named "kubernetes://NAMESPACE/NAME"): exactly those referenced.
+	Secrets []*tlsv3.Secret
+	Errors  []*config.Error
 }
 
 // BuildGateway translates the Gateways selecting a proxy (as returned by
@@ -44,10 +49,27 @@ type GatewayResources struct {
 // them is consistent: a route configuration whose listener could not be
 // built is dropped, and a listener whose routes are missing gets an empty
 // route configuration (Envoy answers 404) rather than waiting forever.
+//
+// BuildGateway knows no Secrets: HTTPS servers whose certificate comes
+// from a Secret (credentialName) are reported and left out. Use
+// BuildGatewayWithSecrets to serve them.
 func BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
+	return BuildGatewayWithSecrets(push, gateways, nil)
+}
+
+// BuildGatewayWithSecrets is BuildGateway with the certificates of HTTPS
+// servers read from secrets. Errors are those of merging the servers, then
+// of the secrets, the listeners and the routes. A server whose Secret is
+// missing or unusable is left out entirely (chain and routes), so the
+// listener never references a secret Envoy will not get.
+func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, secrets model.SecretStore) GatewayResources {
 	mg := model.MergeGateways(gateways)
 	var out GatewayResources
 	out.Errors = append(out.Errors, mg.Errors...)
+
+	var errs []*config.Error
+	out.Secrets, mg, errs = listener.BuildSecrets(mg, secrets)
+	out.Errors = append(out.Errors, errs...)
 
 	listeners, errs := listener.BuildGatewayListeners(mg)
 	out.Listeners = listeners
@@ -61,33 +83,33 @@ func BuildGateway(push *model.PushContext, gateways []config.Config) GatewayReso
 		byName[r.GetName()] = r
 	}
 	for _, l := range listeners {
-		name := rdsName(l)
-		if name == "" {
-			continue
+		for _, name := range rdsNames(l) {
+			r := byName[name]
+			if r == nil {
+				r = &routev3.RouteConfiguration{Name: name}
+			}
+			out.Routes = append(out.Routes, r)
 		}
-		r := byName[name]
-		if r == nil {
-			r = &routev3.RouteConfiguration{Name: name}
-		}
-		out.Routes = append(out.Routes, r)
 	}
 	slices.SortFunc(out.Routes, func(a, b *routev3.RouteConfiguration) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-// rdsName is the route configuration a gateway listener fetches.
-func rdsName(l *listenerv3.Listener) string {
+// rdsNames are the route configurations a gateway listener fetches: one
+// per HTTP listener, one per filter chain of an HTTPS listener.
+func rdsNames(l *listenerv3.Listener) []string {
+	var out []string
 	for _, fc := range l.GetFilterChains() {
 		for _, f := range fc.GetFilters() {
 			hcm := &hcmv3.HttpConnectionManager{}
 			if f.GetTypedConfig().UnmarshalTo(hcm) == nil {
-				if n := hcm.GetRds().GetRouteConfigName(); n != "" {
-					return n
+				if n := hcm.GetRds().GetRouteConfigName(); n != "" && !slices.Contains(out, n) {
+					out = append(out, n)
 				}
 			}
 		}
 	}
-	return ""
+	return out
 }
 
 // ServiceResources are the clusters and endpoints shared by every gateway

@@ -69,9 +69,13 @@ func TestBuildGatewayPairsListenersAndRoutes(t *testing.T) {
 	if len(gr.Routes[0].GetVirtualHosts()) == 0 {
 		t.Error("http.80 lost its virtual hosts")
 	}
-	// The HTTPS server is the merge error, reported first.
-	if len(gr.Errors) == 0 || gr.Errors[0].Field != "spec.servers[2].port.protocol" {
-		t.Errorf("errors %v, want the HTTPS server reported first", gr.Errors)
+	// BuildGateway knows no Secrets: the HTTPS server is reported and
+	// left out, listener and routes alike.
+	if len(gr.Errors) == 0 || gr.Errors[0].Field != "spec.servers[2].tls.credentialName" {
+		t.Errorf("errors %v, want the HTTPS server's missing secret reported first", gr.Errors)
+	}
+	if len(gr.Secrets) != 0 {
+		t.Errorf("secrets %v", gr.Secrets)
 	}
 }
 

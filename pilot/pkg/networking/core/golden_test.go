@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,8 +71,16 @@ func proxyLabels(t *testing.T, data []byte) map[string]string {
 // translate runs the whole pipeline a file-mode control plane runs: parse,
 // validate (invalid objects are reported and left out, as the store does),
 // index, translate for the proxy.
+//
+// Kubernetes documents (Ingress, IngressClass, Service, Secret) are read
+// as Kubernetes mode reads them: Ingresses converted to Gateways and
+// VirtualServices, Services as a registry, Secrets as the secret store.
 func translate(t *testing.T, file string, data []byte) translation {
+	data, kube := splitKube(t, data)
 	cfgs, errs := manifest.Parse(file, data, manifest.Options{})
+	generated, convErrs := kube.convert()
+	cfgs = append(cfgs, generated...)
+	errs = append(errs, convErrs...)
 	var valid []config.Config
 	for _, c := range cfgs {
 		if err := validation.Validate(c); err != nil {
@@ -80,11 +89,11 @@ func translate(t *testing.T, file string, data []byte) translation {
 		}
 		valid = append(valid, c)
 	}
-	push := model.NewPushContext(memory.New(valid))
+	push := model.NewPushContext(memory.New(valid), kube.registries()...)
 	errs = append(errs, push.Errors...)
 	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data)}
 	tr := translation{
-		gateway:  BuildGateway(push, push.GatewaysForProxy(proxy)),
+		gateway:  BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy), kube),
 		services: BuildServices(push),
 	}
 	tr.errors = append(append(errs, tr.gateway.Errors...), tr.services.Errors...)
@@ -98,6 +107,9 @@ func render(t *testing.T, tr translation) []byte {
 	var b bytes.Buffer
 	section(t, &b, "listeners", tr.gateway.Listeners)
 	section(t, &b, "routes", tr.gateway.Routes)
+	if len(tr.gateway.Secrets) > 0 {
+		section(t, &b, "secrets", tr.gateway.Secrets)
+	}
 	section(t, &b, "clusters", tr.services.Clusters)
 	section(t, &b, "endpoints", tr.services.Endpoints)
 	msgs := make([]string, 0, len(tr.errors))
@@ -171,6 +183,18 @@ func checkResources(t *testing.T, tr translation) {
 	for _, e := range tr.services.Endpoints {
 		unique("endpoint", e.ClusterName)
 		add(resourcev3.EndpointType, e.ClusterName, e)
+	}
+	var secretNames []string
+	for _, s := range tr.gateway.Secrets {
+		unique("secret", s.Name)
+		add(resourcev3.SecretType, s.Name, s)
+		secretNames = append(secretNames, s.Name)
+	}
+	// go-control-plane does not check SDS references: every secret a
+	// listener names must be there (or the listener stays warming), and
+	// none other.
+	if refs := secretRefs(t, tr); !slices.Equal(refs, secretNames) {
+		t.Errorf("listeners reference secrets %v, resources are %v", refs, secretNames)
 	}
 	snap, err := cachev3.NewSnapshot("1", resources)
 	if err != nil {

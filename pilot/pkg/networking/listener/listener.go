@@ -1,6 +1,10 @@
 // Package listener translates a merged gateway configuration into Envoy
-// listeners: one per HTTP port, named like Istio's ("0.0.0.0_80"), each an
-// HTTP connection manager that fetches its routes ("http.80") over RDS.
+// listeners, named like Istio's ("0.0.0.0_80"): one per HTTP port, an HTTP
+// connection manager that fetches its routes ("http.80") over RDS; and one
+// per HTTPS port, with a TLS-terminating filter chain per server, chosen by
+// SNI, whose certificate comes over SDS and whose routes are the server's
+// own ("https.443.NAME.GATEWAY.NAMESPACE"). It also builds the SDS secrets
+// those chains reference (secret.go).
 package listener
 
 import (
@@ -30,9 +34,9 @@ import (
 // typed_per_filter_config under the first two names; the router comes last.
 var HTTPFilterNames = []string{wellknown.Fault, wellknown.CORS, wellknown.Router}
 
-// BuildGatewayListeners returns one listener per HTTP port of mg, sorted by
-// name. A listener Envoy would reject is reported against the gateways
-// serving that port and left out.
+// BuildGatewayListeners returns one listener per HTTP and HTTPS port of mg,
+// sorted by name. A listener (or HTTPS filter chain) Envoy would reject is
+// reported against the gateway servers it came from and left out.
 func BuildGatewayListeners(mg *model.MergedGateway) ([]*listenerv3.Listener, []*config.Error) {
 	var out []*listenerv3.Listener
 	var errs []*config.Error
@@ -49,6 +53,13 @@ func BuildGatewayListeners(mg *model.MergedGateway) ([]*listenerv3.Listener, []*
 			continue
 		}
 		out = append(out, l)
+	}
+	for _, port := range mg.HTTPSPorts {
+		l, lerrs := buildHTTPSListener(port, mg.HTTPSServers[port])
+		errs = append(errs, lerrs...)
+		if l != nil {
+			out = append(out, l)
+		}
 	}
 	slices.SortFunc(out, func(a, b *listenerv3.Listener) int { return strings.Compare(a.Name, b.Name) })
 	return out, errs
@@ -86,6 +97,12 @@ func buildListener(port uint32) (*listenerv3.Listener, error) {
 // ConnectionManager is the HTTP connection manager of the gateway listener
 // on port, with the defaults Istio gives gateways.
 func ConnectionManager(port uint32) *hcmv3.HttpConnectionManager {
+	return connectionManager(port, model.RouteName(port))
+}
+
+// connectionManager is the gateway connection manager on port fetching
+// route configuration routeName.
+func connectionManager(port uint32, routeName string) *hcmv3.HttpConnectionManager {
 	filters := make([]*hcmv3.HttpFilter, 0, len(HTTPFilterNames))
 	for _, f := range []struct {
 		name string
@@ -102,7 +119,7 @@ func ConnectionManager(port uint32) *hcmv3.HttpConnectionManager {
 		CodecType: hcmv3.HttpConnectionManager_AUTO,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
 			ConfigSource:    adsConfigSource(),
-			RouteConfigName: model.RouteName(port),
+			RouteConfigName: routeName,
 		}},
 		HttpFilters: filters,
 		// The gateway is the edge: the peer address is the client, and

@@ -1,5 +1,6 @@
 // Package route translates the VirtualServices bound to a proxy's Gateways
-// into Envoy RouteConfigurations, one per HTTP port, following Istio's
+// into Envoy RouteConfigurations, one per HTTP port and one per HTTPS
+// server, following Istio's
 // gateway semantics: which VirtualService hosts a server exposes, how their
 // routes merge and order, and how each HTTP route maps to an Envoy route.
 //
@@ -23,12 +24,20 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
-// BuildGatewayRoutes builds one RouteConfiguration per HTTP port of mg, named model.RouteName(port) ("http.80").
+// BuildGatewayRoutes builds one RouteConfiguration per HTTP port of mg,
+// named model.RouteName(port) ("http.80"), and one per HTTPS server, named
+// by the server (model.HTTPSServer.RouteName), as Istio does: each HTTPS
+// server has its own filter chain, so it gets only the hosts it binds.
 func BuildGatewayRoutes(push *model.PushContext, mg *model.MergedGateway) ([]*routev3.RouteConfiguration, []*config.Error) {
 	r := &reporter{}
 	out := make([]*routev3.RouteConfiguration, 0, len(mg.HTTPPorts))
 	for _, port := range mg.HTTPPorts {
-		out = append(out, buildPort(push, port, mg.HTTPServers[port], r))
+		out = append(out, buildPort(push, port, model.RouteName(port), mg.HTTPServers[port], r))
+	}
+	for _, port := range mg.HTTPSPorts {
+		for _, s := range mg.HTTPSServers[port] {
+			out = append(out, buildPort(push, port, s.RouteName, []model.GatewayServer{s.GatewayServer}, r))
+		}
 	}
 	return out, r.errs
 }
@@ -64,8 +73,8 @@ func (vh *virtualHost) add(vs *config.Config, routes []builtRoute) {
 	vh.contribs = append(vh.contribs, contribution{vs: vs, routes: slices.Clone(routes)})
 }
 
-// buildPort builds the route configuration for one port's servers.
-func buildPort(push *model.PushContext, port uint32, servers []model.GatewayServer, r *reporter) *routev3.RouteConfiguration {
+// buildPort builds route configuration name for servers on one port.
+func buildPort(push *model.PushContext, port uint32, name string, servers []model.GatewayServer, r *reporter) *routev3.RouteConfiguration {
 	vhosts := map[string]*virtualHost{}
 	get := func(h string) *virtualHost {
 		vh, ok := vhosts[h]
@@ -147,7 +156,7 @@ func buildPort(push *model.PushContext, port uint32, servers []model.GatewayServ
 		out = []*routev3.VirtualHost{{Name: virtualHostName("blackhole", port), Domains: []string{"*"}}}
 	}
 	return &routev3.RouteConfiguration{
-		Name:         model.RouteName(port),
+		Name:         name,
 		VirtualHosts: out,
 		// Clusters come from another resource type and may arrive later;
 		// Envoy must not reject routes to ones it does not know yet.

@@ -394,13 +394,16 @@ spec:
     tls: {mode: SIMPLE, credentialName: cert}
 `
 	rcs, errs := build(t, fixtures, gws, vs("v", `["*"]`, `  - name: r`+toReviews))
-	if len(rcs) != 1 {
-		t.Fatalf("want only the HTTP port, got %d configs", len(rcs))
+	if len(rcs) != 2 {
+		t.Fatalf("want the HTTP port and the HTTPS server, got %d configs", len(rcs))
 	}
-	if got := vhostNames(rcs[0]); !slices.Equal(got, []string{"a.com:80", "b.com:80"}) {
+	if got := vhostNames(routeConfig(t, rcs, "http.80")); !slices.Equal(got, []string{"a.com:80", "b.com:80"}) {
 		t.Errorf("virtual hosts = %v", got)
 	}
-	// The HTTPS server is MergeGateways' to report, not ours.
+	// The HTTPS server has its own configuration with only its hosts.
+	if got := vhostNames(routeConfig(t, rcs, "https.443.https.gw.default")); !slices.Equal(got, []string{"c.com:443"}) {
+		t.Errorf("HTTPS virtual hosts = %v", got)
+	}
 	if len(errs) != 0 {
 		t.Errorf("unexpected errors:\n%s", errString(errs))
 	}

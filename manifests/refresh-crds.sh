@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Prints the CustomResourceDefinitions of the given networking.istio.io
+# resources (plural names) from Istio's generated CRD file, with a header
+# naming where they came from. `make crds` runs it to refresh
+# manifests/crds/istio-networking.yaml.
+# Usage: refresh-crds.sh SOURCE.yaml ORIGIN PLURAL...
+set -euo pipefail
+src="$1"; origin="$2"; shift 2
+want="$(IFS='|'; echo "$*")"
+echo "# Istio's CRDs for the networking.istio.io kinds Wayfinder reads ($*),"
+echo "# copied from $origin kubernetes/customresourcedefinitions.gen.yaml."
+echo "# Do not edit: run 'make crds' to refresh."
+awk -v keep="^  name: (${want})\\\\.networking\\\\.istio\\\\.io\$" '
+  function flush() {
+    if (doc != "" && hit) { printf "%s%s", (n++ ? "---\n" : ""), doc }
+    doc = ""; hit = 0
+  }
+  /^---$/ { flush(); next }
+  doc == "" && /^#/ { next }
+  { doc = doc $0 "\n"; if ($0 ~ keep) hit = 1 }
+  END { flush() }
+' "$src"

@@ -1,0 +1,152 @@
+package bootstrap
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/crdclient"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	kuberegistry "github.com/wayfinder-dev/wayfinder/pilot/pkg/serviceregistry/kube"
+	"github.com/wayfinder-dev/wayfinder/pkg/queue"
+)
+
+// KubeClients is what Kubernetes mode builds once and shares with every
+// Kubernetes config source, including those plugged in through
+// Options.ExtraKubeSources.
+type KubeClients struct {
+	RESTConfig *rest.Config
+	Kube       kubernetes.Interface
+	Istio      istioclient.Interface
+	// Queue is the one event queue every source pushes its tasks to; the
+	// server runs it.
+	Queue *queue.Queue
+	// Namespaces are --watch-namespaces; empty means all.
+	Namespaces []string
+	// Recorder records Kubernetes Events (component "wayfinder").
+	Recorder   record.EventRecorder
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// KubeSource builds one more config source in Kubernetes mode. Its
+// objects are merged with the Istio CRDs' into the store the push context
+// reads, and its events reach the same handlers.
+type KubeSource func(KubeClients) (model.ConfigStoreController, error)
+
+// restConfig is the client config for Kubernetes mode: the kubeconfig
+// file, or the in-cluster service account when none is given.
+func restConfig(opts Options) (*rest.Config, error) {
+	if opts.KubeRESTConfig != nil {
+		return rest.CopyConfig(opts.KubeRESTConfig), nil
+	}
+	if opts.Kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --config-dir or --kubeconfig given and not running in a Kubernetes pod: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %q: %w", opts.Kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// kubeMode holds what Kubernetes mode runs besides the config store.
+type kubeMode struct {
+	clients     KubeClients
+	registry    *kuberegistry.Controller
+	broadcaster record.EventBroadcaster
+	// secrets serves HTTPS certificates; ingress (nil when disabled)
+	// translates Ingresses; status (nil without pod identity) writes their
+	// status when this replica leads.
+	secrets *ingress.Secrets
+	ingress *ingress.Controller
+	status  *status.Writer
+	// pushSecret asks for a push when a certificate changes; set by
+	// NewServer before anything runs.
+	pushSecret func()
+}
+
+// newKubeMode builds clients, the Istio CRD controller, any extra
+// sources and the service registry, all on one shared queue.
+func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.ConfigStoreController, error) {
+	cfg, err := restConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	cfg.UserAgent = "wayfinder-pilot-discovery"
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	ic, err := istioclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("istio client: %w", err)
+	}
+	namespaces := crdclient.NormalizeNamespaces(opts.WatchNamespaces)
+	if len(namespaces) == 1 && namespaces[0] == "" {
+		namespaces = nil
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
+	m := &kubeMode{
+		broadcaster: broadcaster,
+		clients: KubeClients{
+			RESTConfig: cfg, Kube: kc, Istio: ic,
+			Queue:      queue.New(queue.Options{Logger: opts.Logger}),
+			Namespaces: namespaces,
+			Recorder:   broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "wayfinder"}),
+			Registerer: reg,
+			Logger:     opts.Logger,
+		},
+	}
+	fail := func(err error) (*kubeMode, []model.ConfigStoreController, error) {
+		broadcaster.Shutdown()
+		return nil, nil, err
+	}
+	crds, err := crdclient.New(crdclient.Options{
+		Client: ic, Namespaces: namespaces, Queue: m.clients.Queue, Logger: opts.Logger,
+		Recorder: m.clients.Recorder, Registerer: reg,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	sources := []model.ConfigStoreController{crds}
+	if err := m.addIngress(opts); err != nil {
+		return fail(err)
+	}
+	if m.ingress != nil {
+		sources = append(sources, m.ingress)
+	}
+	for i, build := range opts.ExtraKubeSources {
+		src, err := build(m.clients)
+		if err != nil {
+			return fail(fmt.Errorf("kubernetes config source %d: %w", i+1, err))
+		}
+		sources = append(sources, src)
+	}
+	m.registry, err = kuberegistry.New(kuberegistry.Options{
+		Client: kc, Namespaces: namespaces, DomainSuffix: opts.DomainSuffix, Queue: m.clients.Queue, Logger: opts.Logger,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return m, sources, nil
+}

@@ -1,0 +1,168 @@
+package ingress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+)
+
+// SecretsOptions configure Secrets.
+type SecretsOptions struct {
+	// Client reads Secrets. Required.
+	Client kubernetes.Interface
+	// Namespaces limits the watch; empty is all.
+	Namespaces []string
+	// OnChange is called (from an informer goroutine) when a Secret holding
+	// a certificate and key appears, changes them, or goes: the gateways
+	// using it need a push. Other Secrets (tokens, Helm releases) never
+	// call it.
+	OnChange func(namespace, name string)
+	// Clock paces the wait for the first sync; default the real clock.
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// Secrets is the model.SecretStore of Kubernetes mode: the certificates of
+// HTTPS Gateway servers (credentialName) and Ingress TLS entries, read
+// from a Secret informer's cache. Safe for concurrent use.
+type Secrets struct {
+	opts      SecretsOptions
+	factories []informers.SharedInformerFactory
+	listers   map[string]listerscorev1.SecretLister // by namespace; "" for all
+	regs      []registration
+}
+
+var _ model.SecretStore = (*Secrets)(nil)
+
+// NewSecrets sets up the informers; nothing is watched before Run.
+func NewSecrets(opts SecretsOptions) (*Secrets, error) {
+	if opts.Client == nil {
+		return nil, errors.New("ingress: Secrets needs a Client")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Secrets{opts: opts, listers: map[string]listerscorev1.SecretLister{}}
+	namespaces := slices.Clone(opts.Namespaces)
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.changed(nil, obj) },
+		UpdateFunc: s.changed,
+		DeleteFunc: func(obj any) { s.changed(obj, nil) },
+	}
+	log := opts.Logger.With("source", "secrets")
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(ns))
+		s.factories = append(s.factories, f)
+		inf := f.Core().V1().Secrets()
+		s.listers[ns] = inf.Lister()
+		r, err := registerWatch(log, "Secrets in "+nsName(ns), inf.Informer(), h)
+		if err != nil {
+			return nil, err
+		}
+		s.regs = append(s.regs, r)
+	}
+	return s, nil
+}
+
+// keyPair is the Secret's certificate and key, if it holds them.
+func keyPair(obj any) (cert, key []byte, ok bool) {
+	if t, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+		obj = t.Obj
+	}
+	sec, isSecret := obj.(*corev1.Secret)
+	if !isSecret {
+		return nil, nil, false
+	}
+	return model.TLSKeyPair(sec.Data)
+}
+
+func (s *Secrets) changed(old, cur any) {
+	oldCert, oldKey, hadOld := keyPair(old)
+	newCert, newKey, hasNew := keyPair(cur)
+	if !hadOld && !hasNew {
+		return
+	}
+	if hadOld && hasNew && bytes.Equal(oldCert, newCert) && bytes.Equal(oldKey, newKey) {
+		return // metadata only
+	}
+	obj := cur
+	if obj == nil {
+		obj = old
+	}
+	if t, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+		obj = t.Obj
+	}
+	if sec, isSecret := obj.(*corev1.Secret); isSecret && s.opts.OnChange != nil {
+		s.opts.OnChange(sec.Namespace, sec.Name)
+	}
+}
+
+// Secret returns the certificate and key of Secret namespace/name.
+func (s *Secrets) Secret(namespace, name string) (cert, key []byte, ok bool) {
+	l, found := s.listers[namespace]
+	if !found {
+		l, found = s.listers[""]
+	}
+	if !found {
+		return nil, nil, false
+	}
+	sec, err := l.Secrets(namespace).Get(name)
+	if err != nil {
+		return nil, nil, false
+	}
+	return model.TLSKeyPair(sec.Data)
+}
+
+// HasSynced reports whether every watch has listed its Secrets (or been
+// refused by the RBAC).
+func (s *Secrets) HasSynced() bool {
+	for _, r := range s.regs {
+		if !r.reg.HasSynced() && !r.denied.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run watches until ctx is cancelled and the informers have stopped.
+func (s *Secrets) Run(ctx context.Context) {
+	for _, f := range s.factories {
+		f.Start(ctx.Done())
+	}
+	<-ctx.Done()
+	for _, f := range s.factories {
+		f.Shutdown()
+	}
+}
+
+// WaitForSync blocks until HasSynced or ctx is done, and reports which.
+func (s *Secrets) WaitForSync(ctx context.Context) bool {
+	t := s.opts.Clock.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !s.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+		}
+	}
+	return true
+}

@@ -1,0 +1,82 @@
+package ingress
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func tlsSecret(ns, name, cert string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": []byte(cert), "tls.key": []byte("key")}}
+}
+
+// Secrets serves certificates from the cache and signals a change only
+// when a certificate or key appears, changes or goes.
+func TestSecrets(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(tlsSecret("web", "shop", "cert-1"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "token"}, Data: map[string][]byte{"token": []byte("t")}})
+	changes := make(chan string, 10)
+	s, err := NewSecrets(SecretsOptions{Client: client, Namespaces: []string{"web"}, OnChange: func(ns, name string) { changes <- ns + "/" + name }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Run(runCtx) })
+	defer func() { cancel(); wg.Wait() }()
+	if !s.WaitForSync(runCtx) {
+		t.Fatal("not synced")
+	}
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-changes:
+			if got != want {
+				t.Fatalf("change %s, want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change for %s", want)
+		}
+	}
+	next("web/shop") // the initial list
+	if cert, key, ok := s.Secret("web", "shop"); !ok || string(cert) != "cert-1" || string(key) != "key" {
+		t.Errorf("shop: %q %q %v", cert, key, ok)
+	}
+	if _, _, ok := s.Secret("web", "token"); ok {
+		t.Error("a Secret without a certificate was served")
+	}
+	if _, _, ok := s.Secret("other", "shop"); ok {
+		t.Error("an unwatched namespace was served")
+	}
+
+	// A label change is no change; a new certificate is; so is deletion.
+	sec := tlsSecret("web", "shop", "cert-1")
+	sec.Labels = map[string]string{"a": "b"}
+	if _, err := client.CoreV1().Secrets("web").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets("web").Update(ctx, tlsSecret("web", "shop", "cert-2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("web/shop")
+	if len(changes) != 0 {
+		t.Errorf("the label change signalled a change")
+	}
+	if cert, _, _ := s.Secret("web", "shop"); string(cert) != "cert-2" {
+		t.Errorf("cert %q after the update", cert)
+	}
+	if err := client.CoreV1().Secrets("web").Delete(ctx, "shop", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("web/shop")
+	if _, _, ok := s.Secret("web", "shop"); ok {
+		t.Error("deleted Secret still served")
+	}
+}

@@ -1,0 +1,8 @@
+// Package kube holds the Kubernetes-mode tests of pilot-discovery against
+// a real API server (tests/kube/harness: etcd and kube-apiserver on
+// loopback): config, Services and EndpointSlices written through the API
+// reach an Envoy-like ADS client (pkg/adsc); endpoint churn pushes EDS
+// only; watches survive an API server restart; a namespace the RBAC
+// forbids is reported, not fatal. Each test works in its own namespace of
+// one shared cluster.
+package kube

@@ -1,0 +1,326 @@
+package kube
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+)
+
+var cluster harness.Shared
+
+func TestMain(m *testing.M) {
+	code := cluster.Run(m)
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// waitTimeout bounds every wait. The API server runs on a shared 2-core
+// machine; events normally arrive in well under a second.
+const waitTimeout = 60 * time.Second
+
+// env is one pilot-discovery in Kubernetes mode watching one namespace.
+type env struct {
+	t      *testing.T
+	c      *harness.Cluster
+	ns     string
+	kube   kubernetes.Interface
+	istio  istioclient.Interface
+	server *bootstrap.Server
+}
+
+// newCluster returns the shared cluster and a fresh namespace in it.
+func newCluster(t *testing.T, prefix string) (*harness.Cluster, string) {
+	t.Helper()
+	c := cluster.Get(t)
+	return c, c.Namespace(t, prefix)
+}
+
+// startServer runs pilot-discovery in-process with opts (addresses,
+// debounce and logger filled in) and waits until it is ready.
+func startServer(t *testing.T, opts bootstrap.Options) *bootstrap.Server {
+	t.Helper()
+	opts.GRPCAddr, opts.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.Debounce = debounce.Options{QuietPeriod: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
+	opts.ShutdownGrace = 2 * time.Second
+	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := bootstrap.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server stopped with %v", err)
+		}
+	})
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		t.Fatalf("server exited before ready: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatal("server not ready")
+	}
+	return s
+}
+
+// newEnv starts a server watching a new namespace with admin rights.
+func newEnv(t *testing.T, prefix string) *env {
+	t.Helper()
+	c, ns := newCluster(t, prefix)
+	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	var err error
+	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}})
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// gateway connects an Envoy-like gateway selected by istio=ingressgateway.
+func (e *env) gateway(pod string) *adsc.Client {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := adsc.Dial(ctx, adsc.Config{
+		Address: e.server.GRPCAddr().String(),
+		Node: adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: pod, Namespace: "istio-system",
+			Labels: map[string]string{"istio": "ingressgateway"}}),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func waitFor(t *testing.T, c *adsc.Client, what string, cond func(adsc.State) bool) adsc.State {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := c.WaitFor(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v (state: %s)", what, err, describe(c.State()))
+	}
+	return c.State()
+}
+
+func describe(s adsc.State) string {
+	var b strings.Builder
+	for _, typ := range []string{adsc.ClusterType, adsc.EndpointType, adsc.ListenerType, adsc.RouteType} {
+		ts := s.Types[typ]
+		b.WriteString(adsc.ShortName(typ) + "{version=" + ts.Version + " names=" + strings.Join(s.Names(typ), ",") + " err=" + ts.Error + "} ")
+	}
+	return b.String()
+}
+
+// host is the cluster-local name of a Service in the env's namespace.
+func (e *env) host(svc string) string { return svc + "." + e.ns + ".svc.cluster.local" }
+
+// virtualHost reports whether route config http.80 has a virtual host
+// for host:80 whose first route goes to cluster.
+func virtualHost(s adsc.State, host, cluster string) bool {
+	for _, vh := range s.Routes["http.80"].GetVirtualHosts() {
+		if vh.GetName() != host+":80" {
+			continue
+		}
+		if cluster == "" {
+			return true
+		}
+		for _, r := range vh.GetRoutes() {
+			if r.GetRoute().GetCluster() == cluster {
+				return true
+			}
+			for _, wc := range r.GetRoute().GetWeightedClusters().GetClusters() {
+				if wc.GetName() == cluster {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// endpointCount is the number of endpoints of cluster in s.
+func endpointCount(s adsc.State, cluster string) int {
+	n := 0
+	for _, l := range s.Endpoints[cluster].GetEndpoints() {
+		n += len(l.GetLbEndpoints())
+	}
+	return n
+}
+
+// --- objects ---------------------------------------------------------------
+
+var ctx = context.Background()
+
+func (e *env) must(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) gatewayObj(name string) *networkingv1.Gateway {
+	return &networkingv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{{
+			Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*"},
+		}}},
+	}
+}
+
+func (e *env) virtualService(name, host, dest, subset string) *networkingv1.VirtualService {
+	return &networkingv1.VirtualService{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: networking.VirtualService{Hosts: []string{host}, Gateways: []string{"gw"}, Http: []*networking.HTTPRoute{{
+			Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: dest, Subset: subset, Port: &networking.PortSelector{Number: 9080}}}},
+		}}},
+	}
+}
+
+func (e *env) createGateway(name string) {
+	e.t.Helper()
+	_, err := e.istio.NetworkingV1().Gateways(e.ns).Create(ctx, e.gatewayObj(name), metav1.CreateOptions{})
+	e.must(err)
+}
+
+func (e *env) createVS(vs *networkingv1.VirtualService) {
+	e.t.Helper()
+	_, err := e.istio.NetworkingV1().VirtualServices(e.ns).Create(ctx, vs, metav1.CreateOptions{})
+	e.must(err)
+}
+
+func (e *env) service(name string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9080, TargetPort: intstr.FromString("web")}}},
+	}
+}
+
+func (e *env) createService(name string) {
+	e.t.Helper()
+	_, err := e.kube.CoreV1().Services(e.ns).Create(ctx, e.service(name), metav1.CreateOptions{})
+	e.must(err)
+}
+
+// ep is one endpoint of a slice: address, backing pod, ready.
+type ep struct {
+	ip, pod string
+	ready   bool
+}
+
+// applySlice creates or replaces the EndpointSlice name of service svc,
+// whose named target port "web" resolves to 8080.
+func (e *env) applySlice(svc, name string, eps ...ep) {
+	e.t.Helper()
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, p := range eps {
+		x := discoveryv1.Endpoint{Addresses: []string{p.ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(p.ready)}}
+		if p.pod != "" {
+			x.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: e.ns, Name: p.pod}
+		}
+		es.Endpoints = append(es.Endpoints, x)
+	}
+	cur, err := e.kube.DiscoveryV1().EndpointSlices(e.ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = e.kube.DiscoveryV1().EndpointSlices(e.ns).Create(ctx, es, metav1.CreateOptions{})
+	case err == nil:
+		es.ResourceVersion = cur.ResourceVersion
+		_, err = e.kube.DiscoveryV1().EndpointSlices(e.ns).Update(ctx, es, metav1.UpdateOptions{})
+	}
+	e.must(err)
+}
+
+func (e *env) createPod(name string, labels map[string]string) {
+	e.t.Helper()
+	_, err := e.kube.CoreV1().Pods(e.ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}},
+	}, metav1.CreateOptions{})
+	e.must(err)
+}
+
+// --- metrics ---------------------------------------------------------------
+
+// metric reads one sample, e.g. `pilot_xds_pushes{type="cds"}`, from the
+// server's /metrics; absent means 0.
+func (e *env) metric(sample string) float64 {
+	e.t.Helper()
+	resp, err := http.Get("http://" + e.server.HTTPAddr().String() + "/metrics")
+	e.must(err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == sample {
+			f, err := strconv.ParseFloat(val, 64)
+			e.must(err)
+			return f
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return 0
+}
+
+// pushCounts are the responses sent per xDS type.
+type pushCounts map[string]float64
+
+func (e *env) pushes() pushCounts {
+	out := pushCounts{}
+	for _, typ := range []string{"cds", "eds", "lds", "rds"} {
+		out[typ] = e.metric(fmt.Sprintf(`pilot_xds_pushes{type=%q}`, typ))
+	}
+	return out
+}
+
+type configError = config.Error
+
+// timeAfter is the bound of one wait.
+func timeAfter() <-chan time.Time { return time.After(waitTimeout) }
+
+func contextWithTimeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), waitTimeout)
+}

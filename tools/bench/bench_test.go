@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wayfinder-dev/wayfinder/tools/loadgen/load"
+)
+
+func TestParseCases(t *testing.T) {
+	got, err := parseCases(" 100x100, 1_000x500,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != (benchCase{100, 100}) || got[1] != (benchCase{1000, 500}) {
+		t.Fatalf("got %v", got)
+	}
+	for _, bad := range []string{"", "100", "100x", "x5", "0x5", "ax1"} {
+		if _, err := parseCases(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	full, err := parseCases(fullMatrix)
+	if err != nil || len(full) != 6 {
+		t.Fatalf("full matrix: %v %v", full, err)
+	}
+}
+
+func TestParseProcFiles(t *testing.T) {
+	status := "Name:\tpilot-discovery\nVmPeak:\t  900 kB\nVmHWM:\t   77336 kB\nVmRSS:\t 1000 kB\n"
+	if got, err := parseVmHWM(status); err != nil || got != 77336<<10 {
+		t.Fatalf("VmHWM = %d, %v", got, err)
+	}
+	if _, err := parseVmHWM("Name: x\n"); err == nil {
+		t.Error("missing VmHWM accepted")
+	}
+	// The command name may contain spaces and parentheses.
+	stat := "4242 (pilot (disc) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 100 0 0"
+	if got, err := parseCPUSeconds(stat); err != nil || got != 3.25 {
+		t.Fatalf("CPU = %v, %v", got, err)
+	}
+	if _, err := parseCPUSeconds("4242 (x) S 1 2"); err == nil {
+		t.Error("short stat accepted")
+	}
+	if got := memTotalGB("MemTotal:       24684000 kB\nMemFree: 1 kB\n"); got != 23.5 {
+		t.Errorf("memTotalGB = %v", got)
+	}
+}
+
+func sampleResults() []result {
+	rep := func(coldP99, updP99 float64) *load.Report {
+		return &load.Report{Gateways: 500,
+			Cold:   load.Latency{Converged: 500, Total: 500, P50Ms: coldP99 / 2, P99Ms: coldP99, MaxMs: coldP99},
+			Update: &load.Latency{Converged: 500, Total: 500, P50Ms: updP99 / 2, P99Ms: updP99, MaxMs: updP99}}
+	}
+	c := benchCase{1000, 500}
+	return []result{
+		{Case: c, Server: "pilot", usage: usage{PeakRSSBytes: 300 << 20, CPUSeconds: 3}, Report: rep(2500, 800)},
+		{Case: c, Server: "floor", usage: usage{PeakRSSBytes: 100 << 20, CPUSeconds: 1.25}, Report: rep(2000, 600)},
+		{Case: benchCase{100, 100}, Server: "pilot", usage: usage{PeakRSSBytes: 60 << 20, CPUSeconds: 0.2}, Report: rep(100, 200)},
+		{Case: benchCase{5000, 500}, Server: "pilot", Error: "timed out"},
+	}
+}
+
+func TestMarkdownRatiosAndTargets(t *testing.T) {
+	md := markdown(machine{Date: "2026-01-01 00:00 UTC", CPUs: 2, MemoryGB: 23.5, Go: "go1.26", Note: "shared"}, sampleResults())
+	for _, want := range []string{
+		"on 2 CPUs", "23.5 GB", "Note: shared.",
+		"| 1000 x 500 | pilot | 1.25 / 2.50 / 2.50 | 400 / 800 / 800 | 300 | 3.00 |",
+		// 2500/2000 cold, 800/600 update, 3/1.25 CPU: all within the targets.
+		"| 1000 x 500 | pilot | 1.25x | 1.33x | 2.40x | 300 MB | met |",
+		"| 100 x 100 | pilot | - | - | - | 60 MB | missed: update p99 200.00 ms > 150 ms |",
+		"| 5000 x 500 | pilot | - | - | - | - | 0.00 | - | - | - | timed out |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestVerdictMisses(t *testing.T) {
+	r := sampleResults()[0]
+	r.PeakRSSBytes = 500 << 20
+	got := verdict(r, 1.6, 1.0, 3.5)
+	for _, want := range []string{"cold 1.60x > 1.5x", "CPU 3.50x > 3x", "RSS 500.00 MB > 400 MB"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdict %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "update") {
+		t.Errorf("verdict %q flags the update, which is within target", got)
+	}
+}
+
+func TestWriteChart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chart.png")
+	if err := writeChart(path, sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
+		t.Fatalf("chart is %v", b)
+	}
+}
+
+func TestEarlierResultsKeepsOtherCases(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.json")
+	if got, err := earlierResults(path, nil); err != nil || got != nil {
+		t.Fatalf("missing file: %v %v", got, err)
+	}
+	data, err := json.Marshal(map[string]any{"results": sampleResults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := earlierResults(path, []benchCase{{1000, 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Case != (benchCase{100, 100}) || got[1].Case != (benchCase{5000, 500}) {
+		t.Fatalf("kept %+v", got)
+	}
+	if got[0].Report == nil || got[0].Report.Update.P99Ms != 200 || got[0].PeakRSSBytes != 60<<20 {
+		t.Fatalf("result did not round-trip: %+v", got[0])
+	}
+}

@@ -1,0 +1,314 @@
+// Command bench runs the issue-6 benchmark matrix (services x gateways)
+// against a fresh pilot-discovery and against the floor server, and writes
+// results.json, a Markdown table (results.md) and a chart (results.png)
+// under --out (bench-results/ by default, git-ignored). `make bench` runs it.
+//
+// For each case it generates the workload, starts pilot-discovery on it
+// (loopback ports), waits for /healthz/ready, runs the load tool in this
+// process (cold convergence, then the one-VirtualService update), and reads
+// the server's peak RSS (VmHWM) and CPU seconds (utime+stime) from /proc.
+// Gateway 0 captures pilot-discovery's responses, and the floor server is
+// then started on that capture and measured the same way, so every row has
+// its floor beside it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wayfinder-dev/wayfinder/tools/loadgen/load"
+	"github.com/wayfinder-dev/wayfinder/tools/workload"
+)
+
+// options are the bench's flags.
+type options struct {
+	out       string
+	cases     []benchCase
+	pilot     string
+	floor     string
+	pilotArgs []string
+	timeout   time.Duration
+	delta     bool
+	skipFloor bool
+	appendRes bool
+	note      string
+}
+
+// result is one measured run.
+type result struct {
+	Case   benchCase `json:"case"`
+	Server string    `json:"server"` // "pilot", "pilot-delta" or "floor"
+	// ReadySeconds is how long the server took to become ready (config
+	// loaded, first push done) before the gateways connected.
+	ReadySeconds float64 `json:"ready_seconds"`
+	usage
+	// LoadCPUSeconds is the load tool's own CPU time (this process) during
+	// the run: when it nears the machine's cores times the run's length,
+	// the tool, not the server, bounds the figures.
+	LoadCPUSeconds float64      `json:"load_cpu_seconds"`
+	Report         *load.Report `json:"report,omitempty"`
+	Error          string       `json:"error,omitempty"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o options
+	flag.StringVar(&o.out, "out", "bench-results", "output folder")
+	cases := flag.String("cases", fullMatrix, "cases as SERVICESxGATEWAYS, comma separated")
+	quick := flag.Bool("quick", false, "run the quick subset ("+quickMatrix+") instead of --cases")
+	flag.StringVar(&o.pilot, "pilot", "", "pilot-discovery binary; empty builds ./pilot/cmd/pilot-discovery into OUT/bin")
+	flag.StringVar(&o.floor, "floor", "", "floor binary; empty builds ./tools/floor into OUT/bin")
+	pilotArgs := flag.String("pilot-args", "", "extra pilot-discovery flags, space separated (e.g. debounce settings)")
+	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on each load run")
+	flag.BoolVar(&o.delta, "delta", false, "also run each case against pilot-discovery with delta xDS")
+	flag.BoolVar(&o.skipFloor, "skip-floor", false, "do not run the floor server")
+	flag.BoolVar(&o.appendRes, "append", false, "keep the results of other cases from OUT/results.json (to run the matrix in parts)")
+	flag.StringVar(&o.note, "note", "2 cores shared with other processes (other helpers' builds and tests may run at the same time)", "note printed with the table")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return errors.New("unexpected arguments; see -h")
+	}
+	if *quick {
+		*cases = quickMatrix
+	}
+	var err error
+	if o.cases, err = parseCases(*cases); err != nil {
+		return err
+	}
+	o.pilotArgs = strings.Fields(*pilotArgs)
+	for _, d := range []string{"bin", "work", "dumps", "logs"} {
+		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if o.pilot == "" {
+		o.pilot = filepath.Join(o.out, "bin", "pilot-discovery")
+		if err := goBuild(o.pilot, "./pilot/cmd/pilot-discovery"); err != nil {
+			return err
+		}
+	}
+	if o.floor == "" && !o.skipFloor {
+		o.floor = filepath.Join(o.out, "bin", "floor")
+		if err := goBuild(o.floor, "./tools/floor"); err != nil {
+			return err
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now().UTC()
+	var results []result
+	if o.appendRes {
+		if results, err = earlierResults(filepath.Join(o.out, "results.json"), o.cases); err != nil {
+			return err
+		}
+	}
+	for _, c := range o.cases {
+		for _, r := range runCase(ctx, o, c) {
+			logResult(r)
+			results = append(results, r)
+			// Written after every run, so an interrupted matrix keeps what it measured.
+			if err := writeResults(o, started, results); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	fmt.Println("wrote", filepath.Join(o.out, "results.md"), "and results.png")
+	return nil
+}
+
+// earlierResults reads a previous results.json, without the cases about
+// to run again. A missing file is no error.
+func earlierResults(path string, rerun []benchCase) ([]result, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var prev struct {
+		Results []result `json:"results"`
+	}
+	if err := json.Unmarshal(data, &prev); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []result
+	for _, r := range prev.Results {
+		if !slices.Contains(rerun, r.Case) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return nil
+}
+
+func logResult(r result) {
+	msg := fmt.Sprintf("%-8s %-11s rss=%.0fMB cpu=%.1fs", r.Case, r.Server, float64(r.PeakRSSBytes)/(1<<20), r.CPUSeconds)
+	if r.Report != nil {
+		msg += fmt.Sprintf(" cold p99=%.0fms", r.Report.Cold.P99Ms)
+		if u := r.Report.Update; u != nil {
+			msg += fmt.Sprintf(" update p99=%.0fms", u.P99Ms)
+		}
+	}
+	if r.Error != "" {
+		msg += " error: " + r.Error
+	}
+	fmt.Fprintln(os.Stderr, msg)
+}
+
+// runCase measures pilot-discovery (and delta, if asked) and the floor on c.
+func runCase(ctx context.Context, o options, c benchCase) []result {
+	dir, err := filepath.Abs(filepath.Join(o.out, "work", fmt.Sprint(c.Services)))
+	if err != nil {
+		return []result{{Case: c, Server: "pilot", Error: err.Error()}}
+	}
+	dumps := filepath.Join(o.out, "dumps", c.String())
+	_ = os.RemoveAll(dumps)
+	var out []result
+	out = append(out, runPilot(ctx, o, c, dir, false, dumps))
+	if o.delta {
+		out = append(out, runPilot(ctx, o, c, dir, true, ""))
+	}
+	if !o.skipFloor {
+		out = append(out, runFloor(ctx, o, c, dumps))
+	}
+	return out
+}
+
+func runPilot(ctx context.Context, o options, c benchCase, dir string, delta bool, dumps string) result {
+	res := result{Case: c, Server: "pilot"}
+	if delta {
+		res.Server = "pilot-delta"
+	}
+	// A fresh workload each run: the previous run's update changed it.
+	_ = os.RemoveAll(dir)
+	if err := workload.Write(dir, workload.Options{Services: c.Services}); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	grpcAddr, err1 := freePort()
+	httpAddr, err2 := freePort()
+	if err := errors.Join(err1, err2); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	args := append([]string{"discovery", "--config-dir", dir, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn"}, o.pilotArgs...)
+	return measure(ctx, o, res, o.pilot, args, "http://"+httpAddr+"/healthz/ready", load.Options{
+		Address: grpcAddr, Gateways: c.Gateways, Delta: delta, DumpDir: dumps,
+		Trigger: func(context.Context) error {
+			return workload.WriteUpdate(dir, 0, c.Services, workload.UpdatePrefix)
+		},
+	})
+}
+
+func runFloor(ctx context.Context, o options, c benchCase, dumps string) result {
+	res := result{Case: c, Server: "floor"}
+	if _, err := os.Stat(filepath.Join(dumps, "update")); err != nil {
+		res.Error = "no capture of pilot-discovery's responses for this case (its run did not converge)"
+		return res
+	}
+	grpcAddr, err1 := freePort()
+	httpAddr, err2 := freePort()
+	if err := errors.Join(err1, err2); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	args := []string{"--dump-dir", dumps, "--grpc-addr", grpcAddr, "--http-addr", httpAddr}
+	return measure(ctx, o, res, o.floor, args, "http://"+httpAddr+"/healthz/ready", load.Options{
+		Address: grpcAddr, Gateways: c.Gateways,
+		Trigger: func(ctx context.Context) error { return postUpdate(ctx, "http://"+httpAddr+"/update") },
+	})
+}
+
+// measure starts a server, waits until it is ready, runs the load and
+// reads the server's usage.
+func measure(ctx context.Context, o options, res result, bin string, args []string, readyURL string, lo load.Options) result {
+	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("%s-%s.log", res.Case, res.Server))
+	p, err := startProc(bin, args, logPath)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer p.stop()
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := p.waitReady(rctx, readyURL); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.ReadySeconds = time.Since(start).Seconds()
+
+	lo.Timeout = o.timeout
+	lo.Validate = true
+	lo.UpdatePrefix = workload.UpdatePrefix
+	lo.Logger = slog.New(slog.DiscardHandler)
+	selfBefore, _ := selfCPUSeconds()
+	rep, err := load.Run(ctx, lo)
+	selfAfter, _ := selfCPUSeconds()
+	res.LoadCPUSeconds = selfAfter - selfBefore
+	u, uerr := p.usage()
+	res.usage = u
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Report = rep
+	switch {
+	case uerr != nil:
+		res.Error = "reading usage: " + uerr.Error()
+	case rep.Unimplemented:
+		res.Error = "the server answered Unimplemented for " + rep.Mode + " ADS"
+	case rep.TimedOut:
+		res.Error = "timed out"
+	}
+	return res
+}
+
+func writeResults(o options, started time.Time, results []result) error {
+	m := machineInfo(o.note, started)
+	data, err := json.MarshalIndent(struct {
+		Machine machine  `json:"machine"`
+		Results []result `json:"results"`
+	}{m, results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "results.json"), data, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(markdown(m, results)), 0o644); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(o.out, "results.png"), results)
+}

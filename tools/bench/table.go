@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// target is the issue's goal for a case, relative to the floor.
+type target struct {
+	maxColdRatio, maxUpdateRatio, maxCPURatio float64
+	maxRSSBytes                               int64
+	maxUpdateP99Ms                            float64
+}
+
+// targets are issue 6's targets by case.
+var targets = map[benchCase]target{
+	{1000, 500}: {maxColdRatio: 1.5, maxUpdateRatio: 1.5, maxCPURatio: 3, maxRSSBytes: 400 << 20},
+	{5000, 500}: {maxColdRatio: 1.5, maxUpdateRatio: 1.5, maxCPURatio: 3, maxRSSBytes: 1536 << 20},
+	{100, 100}:  {maxUpdateP99Ms: 150},
+}
+
+func markdown(m machine, results []result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Wayfinder ADS benchmark\n\n")
+	fmt.Fprintf(&b, "Run %s on %d CPUs (%s), %.1f GB memory, %s", m.Date, m.CPUs, m.CPUModel, m.MemoryGB, m.Go)
+	if m.Commit != "" {
+		fmt.Fprintf(&b, ", commit %s", m.Commit)
+	}
+	b.WriteString(".\n")
+	if m.Note != "" {
+		fmt.Fprintf(&b, "Note: %s.\n", m.Note)
+	}
+	b.WriteString("\nThe load tool runs in the bench process on the same machine; peak RSS (VmHWM) and CPU seconds (utime+stime) are the server's alone, from its start (config load and first push included) to the end of the update.\n\n")
+	b.WriteString("| services x gateways | server | cold p50 / p99 / max (s) | update p50 / p99 / max (ms) | peak RSS (MB) | CPU (s) | ready (s) | MB per proxy | load tool CPU (s) | NACKs | errors |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %d x %d | %s | ", r.Case.Services, r.Case.Gateways, r.Server)
+		rep := r.Report
+		if rep == nil {
+			fmt.Fprintf(&b, "- | - | %s | %s | %.2f | - | - | - | %s |\n", rss(r), cpu(r), r.ReadySeconds, cellText(r.Error))
+			continue
+		}
+		fmt.Fprintf(&b, "%s | ", coldCell(rep.Cold.Converged, rep.Cold.Total, rep.Cold.P50Ms/1000, rep.Cold.P99Ms/1000, rep.Cold.MaxMs/1000, "%.2f"))
+		if u := rep.Update; u != nil {
+			fmt.Fprintf(&b, "%s | ", coldCell(u.Converged, u.Total, u.P50Ms, u.P99Ms, u.MaxMs, "%.0f"))
+		} else {
+			b.WriteString("- | ")
+		}
+		errs := fmt.Sprint(rep.Errors)
+		if r.Error != "" {
+			errs += " (" + cellText(r.Error) + ")"
+		}
+		fmt.Fprintf(&b, "%s | %s | %.2f | %.2f | %.2f | %d | %s |\n", rss(r), cpu(r), r.ReadySeconds, rep.BytesPerProxy.Mean/(1<<20), r.LoadCPUSeconds, rep.NACKs, errs)
+	}
+
+	b.WriteString("\n## Against the floor (issue 6 targets)\n\n")
+	b.WriteString("| services x gateways | server | cold p99 vs floor | update p99 vs floor | CPU vs floor | peak RSS | targets |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	floors := map[benchCase]result{}
+	for _, r := range results {
+		if r.Server == "floor" && r.Report != nil {
+			floors[r.Case] = r
+		}
+	}
+	for _, r := range results {
+		if r.Server == "floor" || r.Report == nil {
+			continue
+		}
+		f, ok := floors[r.Case]
+		coldR, updR, cpuR := -1.0, -1.0, -1.0
+		if ok {
+			coldR = ratio(r.Report.Cold.P99Ms, f.Report.Cold.P99Ms)
+			if r.Report.Update != nil && f.Report.Update != nil {
+				updR = ratio(r.Report.Update.P99Ms, f.Report.Update.P99Ms)
+			}
+			cpuR = ratio(r.CPUSeconds, f.CPUSeconds)
+		}
+		fmt.Fprintf(&b, "| %d x %d | %s | %s | %s | %s | %s MB | %s |\n", r.Case.Services, r.Case.Gateways, r.Server,
+			ratioCell(coldR), ratioCell(updR), ratioCell(cpuR), rss(r), verdict(r, coldR, updR, cpuR))
+	}
+	return b.String()
+}
+
+// verdict checks a result against its case's targets, if any.
+func verdict(r result, coldR, updR, cpuR float64) string {
+	t, ok := targets[r.Case]
+	if !ok {
+		return "-"
+	}
+	var miss []string
+	check := func(name string, v, limit float64, unit string) {
+		if limit <= 0 {
+			return
+		}
+		if v < 0 {
+			miss = append(miss, name+" unknown")
+		} else if v > limit {
+			miss = append(miss, fmt.Sprintf("%s %.2f%s > %g%s", name, v, unit, limit, unit))
+		}
+	}
+	check("cold", coldR, t.maxColdRatio, "x")
+	check("update", updR, t.maxUpdateRatio, "x")
+	check("CPU", cpuR, t.maxCPURatio, "x")
+	check("RSS", float64(r.PeakRSSBytes)/(1<<20), float64(t.maxRSSBytes)/(1<<20), " MB")
+	upd := -1.0
+	if r.Report.Update != nil && r.Report.Update.Converged == r.Report.Update.Total {
+		upd = r.Report.Update.P99Ms
+	}
+	check("update p99", upd, t.maxUpdateP99Ms, " ms")
+	if len(miss) == 0 {
+		return "met"
+	}
+	return "missed: " + strings.Join(miss, ", ")
+}
+
+func coldCell(conv, total int, p50, p99, mx float64, f string) string {
+	s := fmt.Sprintf(f+" / "+f+" / "+f, p50, p99, mx)
+	if conv < total {
+		s += fmt.Sprintf(" (%d/%d converged)", conv, total)
+	}
+	return s
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return -1
+	}
+	return a / b
+}
+
+func ratioCell(r float64) string {
+	if r < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
+func rss(r result) string {
+	if r.PeakRSSBytes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(r.PeakRSSBytes)/(1<<20))
+}
+
+func cpu(r result) string {
+	if r.PeakRSSBytes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", r.CPUSeconds)
+}
+
+func cellText(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "/"), "\n", " ") }

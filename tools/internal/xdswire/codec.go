@@ -1,0 +1,69 @@
+// Package xdswire is the wire layer shared by the load tool and the floor
+// server: a gRPC codec that sends pre-serialized messages as they are and
+// hands received bytes to a decoder without building the protos, and a
+// shallow reader of DiscoveryResponse framing.
+//
+// Both tools exist to measure a control plane, so neither may spend its CPU
+// building and discarding megabytes of protos: the floor writes the same
+// bytes to every stream, and the load tool reads only the fields it needs
+// and parses each distinct set of resources once.
+package xdswire
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// Frame is a message already in wire form; Codec sends its bytes as they are.
+type Frame struct{ Bytes []byte }
+
+// Decoder is implemented by messages that read their own wire form. The
+// bytes are valid only during the call.
+type Decoder interface{ DecodeWire(b []byte) error }
+
+// Codec is a gRPC CodecV2 named "proto", so peers see ordinary protobuf:
+// Frames and proto messages are marshaled, Decoders and proto messages are
+// unmarshaled.
+type Codec struct{}
+
+var _ encoding.CodecV2 = Codec{}
+
+// Name is "proto": the content subtype on the wire does not change.
+func (Codec) Name() string { return "proto" }
+
+// Marshal sends a Frame's bytes without copying, or marshals a proto.
+func (Codec) Marshal(v any) (mem.BufferSlice, error) {
+	switch m := v.(type) {
+	case *Frame:
+		return mem.BufferSlice{mem.SliceBuffer(m.Bytes)}, nil
+	case proto.Message:
+		b, err := proto.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return nil, fmt.Errorf("xdswire: cannot marshal %T", v)
+}
+
+// Unmarshal hands the bytes to a Decoder or unmarshals a proto.
+func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		b = buf.ReadOnlyData()
+	}
+	switch m := v.(type) {
+	case Decoder:
+		return m.DecodeWire(b)
+	case proto.Message:
+		return proto.Unmarshal(b, m)
+	}
+	return fmt.Errorf("xdswire: cannot unmarshal into %T", v)
+}

@@ -1,0 +1,211 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// parsed is what the load tool needs from one distinct set of resources of
+// one type. Gateways receiving the same bytes share it.
+type parsed struct {
+	// err is why Envoy would reject the resources (they do not decode or
+	// fail validation); the response is NACKed with it.
+	err error
+	// names are the resources' names in response order.
+	names []string
+	// versions are a delta response's resource versions, by index.
+	versions []string
+	// refs are, for state of the world, the sorted distinct names the
+	// resources reference: EDS service names of CDS clusters, route
+	// configuration names of LDS listeners.
+	refs []string
+	// refsOf are the same per resource (delta applies them one by one).
+	refsOf [][]string
+	// prefixes are every path prefix an RDS response's routes match.
+	prefixes map[string]bool
+}
+
+// key identifies a distinct response content.
+type key struct {
+	typeURL string
+	delta   bool
+	sum     uint64
+	size    int
+}
+
+type entry struct {
+	once sync.Once
+	p    *parsed
+}
+
+// parseCache parses each distinct response content once, whichever
+// gateway sees it first; the others wait for that parse and share it.
+type parseCache struct {
+	validate bool
+	mu       sync.Mutex
+	entries  map[key]*entry
+	parses   atomic.Int64
+}
+
+func newParseCache(validate bool) *parseCache {
+	return &parseCache{validate: validate, entries: map[key]*entry{}}
+}
+
+// get returns the parse of resources (serialized Any for state of the
+// world, Resource for delta) with content sum. resources are only read
+// during the call.
+func (c *parseCache) get(typeURL string, delta bool, sum uint64, resources [][]byte) *parsed {
+	size := 0
+	for _, r := range resources {
+		size += len(r)
+	}
+	k := key{typeURL: typeURL, delta: delta, sum: sum, size: size}
+	c.mu.Lock()
+	e, ok := c.entries[k]
+	if !ok {
+		e = &entry{}
+		c.entries[k] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		c.parses.Add(1)
+		e.p = parse(typeURL, delta, resources, c.validate)
+	})
+	return e.p
+}
+
+// parse decodes resources of typeURL and extracts names and references.
+func parse(typeURL string, delta bool, resources [][]byte, validate bool) *parsed {
+	p := &parsed{}
+	var refs []string
+	for i, b := range resources {
+		a := &anypb.Any{}
+		if delta {
+			var r discoveryv3.Resource
+			if err := proto.Unmarshal(b, &r); err != nil {
+				p.err = fmt.Errorf("resource %d: %w", i, err)
+				return p
+			}
+			p.versions = append(p.versions, r.GetVersion())
+			a = r.GetResource()
+		} else if err := proto.Unmarshal(b, a); err != nil {
+			p.err = fmt.Errorf("resource %d: %w", i, err)
+			return p
+		}
+		name, rs, err := parseOne(typeURL, a, validate, p)
+		if err != nil {
+			p.err = fmt.Errorf("resource %d %q: %w", i, name, err)
+			return p
+		}
+		p.names = append(p.names, name)
+		p.refsOf = append(p.refsOf, rs)
+		refs = append(refs, rs...)
+	}
+	slices.Sort(refs)
+	p.refs = slices.Compact(refs)
+	return p
+}
+
+// parseOne decodes one serialized Any and returns its name and the names
+// it references; RDS prefixes are added to p.
+func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed) (string, []string, error) {
+	if a.GetTypeUrl() != typeURL {
+		return "", nil, fmt.Errorf("type %s in a %s response", a.GetTypeUrl(), typeURL)
+	}
+	var m interface {
+		proto.Message
+		ValidateAll() error
+	}
+	switch typeURL {
+	case resource.ClusterType:
+		m = &clusterv3.Cluster{}
+	case resource.EndpointType:
+		m = &endpointv3.ClusterLoadAssignment{}
+	case resource.ListenerType:
+		m = &listenerv3.Listener{}
+	case resource.RouteType:
+		m = &routev3.RouteConfiguration{}
+	default:
+		return "", nil, fmt.Errorf("unexpected type %s", typeURL)
+	}
+	if err := a.UnmarshalTo(m); err != nil {
+		return "", nil, err
+	}
+	var name string
+	var refs []string
+	switch r := m.(type) {
+	case *clusterv3.Cluster:
+		name = r.GetName()
+		if r.GetType() == clusterv3.Cluster_EDS {
+			n := r.GetEdsClusterConfig().GetServiceName()
+			if n == "" {
+				n = r.GetName()
+			}
+			refs = []string{n}
+		}
+	case *endpointv3.ClusterLoadAssignment:
+		name = r.GetClusterName()
+	case *listenerv3.Listener:
+		name = r.GetName()
+		var err error
+		if refs, err = routeNames(r); err != nil {
+			return name, nil, err
+		}
+	case *routev3.RouteConfiguration:
+		name = r.GetName()
+		if p.prefixes == nil {
+			p.prefixes = map[string]bool{}
+		}
+		for _, vh := range r.GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if pre, ok := rt.GetMatch().GetPathSpecifier().(*routev3.RouteMatch_Prefix); ok {
+					p.prefixes[pre.Prefix] = true
+				}
+			}
+		}
+	}
+	if validate {
+		if err := m.ValidateAll(); err != nil {
+			return name, nil, err
+		}
+	}
+	return name, refs, nil
+}
+
+// routeNames are the RDS route configurations a listener's HTTP connection
+// managers name.
+func routeNames(l *listenerv3.Listener) ([]string, error) {
+	var out []string
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			tc := f.GetTypedConfig()
+			if tc == nil || tc.GetTypeUrl() != "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager" {
+				continue
+			}
+			var hcm hcmv3.HttpConnectionManager
+			if err := tc.UnmarshalTo(&hcm); err != nil {
+				return nil, fmt.Errorf("http_connection_manager: %w", err)
+			}
+			if n := hcm.GetRds().GetRouteConfigName(); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	if len(out) == 0 && len(l.GetFilterChains()) == 0 {
+		return nil, errors.New("listener without filter chains")
+	}
+	return out, nil
+}
