@@ -6,26 +6,23 @@ package featuretest
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// waitTimeout bounds every wait; tests normally finish in milliseconds.
-const waitTimeout = 20 * time.Second
+const waitTimeout = testenv.WaitTimeout
 
 type env struct {
 	t      *testing.T
@@ -41,57 +38,14 @@ func newEnv(t *testing.T, files map[string]string) *env {
 	for name, data := range files {
 		e.write(name, data)
 	}
-	s, err := bootstrap.NewServer(bootstrap.Options{
-		GRPCAddr:       "127.0.0.1:0",
-		HTTPAddr:       "127.0.0.1:0",
-		ConfigDir:      e.dir,
-		RescanInterval: time.Hour, // fsnotify drives these tests
-		Debounce:       debounce.Options{QuietPeriod: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
-		ShutdownGrace:  2 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.server = s
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with %v", err)
-		}
-	})
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatalf("server exited before ready: %v", err)
-	case <-time.After(waitTimeout):
-		t.Fatal("server not ready")
-	}
+	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir})
 	return e
-}
-
-// testWriter sends server logs to the test log, shown on failure.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // write replaces a config file atomically, as editors and tools do.
 func (e *env) write(name, data string) {
 	e.t.Helper()
-	path := filepath.Join(e.dir, name)
-	if err := os.WriteFile(path+".tmp~", []byte(data), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp~", path); err != nil {
-		e.t.Fatal(err)
-	}
+	testenv.WriteFile(e.t, filepath.Join(e.dir, name), data)
 }
 
 func (e *env) remove(name string) {

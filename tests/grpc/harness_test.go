@@ -14,13 +14,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -32,7 +33,6 @@ import (
 	"google.golang.org/grpc/xds"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -164,56 +164,14 @@ func newEnv(t *testing.T, files map[string]string) *env {
 	for name, data := range files {
 		e.write(name, data)
 	}
-	s, err := bootstrap.NewServer(bootstrap.Options{
-		GRPCAddr:       "127.0.0.1:0",
-		HTTPAddr:       "127.0.0.1:0",
-		ConfigDir:      e.dir,
-		RescanInterval: time.Hour, // fsnotify drives these tests
-		Debounce:       debounce.Options{QuietPeriod: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
-		ShutdownGrace:  2 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.server = s
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with %v", err)
-		}
-	})
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatalf("server exited before ready: %v", err)
-	case <-time.After(waitTimeout):
-		t.Fatal("server not ready")
-	}
+	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelInfo)})
 	return e
-}
-
-// testWriter sends server logs to the test log, shown on failure.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // write replaces a config file atomically, as editors and tools do.
 func (e *env) write(name, data string) {
 	e.t.Helper()
-	path := filepath.Join(e.dir, name)
-	if err := os.WriteFile(path+".tmp~", []byte(data), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp~", path); err != nil {
-		e.t.Fatal(err)
-	}
+	testenv.WriteFile(e.t, filepath.Join(e.dir, name), data)
 }
 
 // get fetches a path from the debug HTTP server.

@@ -27,6 +27,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
 // leakyLBGenerator is the translator with one guard removed, on purpose:
@@ -63,7 +64,7 @@ type plane struct {
 
 func startPlane(t *testing.T, dir string, gen xds.Generator) *plane {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := testenv.Logger(t, slog.LevelInfo)
 	store, err := file.New(file.Options{Dir: dir, RescanInterval: time.Hour, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

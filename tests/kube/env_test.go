@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,8 +27,8 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
 var cluster harness.Shared
@@ -63,35 +62,11 @@ func newCluster(t *testing.T, prefix string) (*harness.Cluster, string) {
 	return c, c.Namespace(t, prefix)
 }
 
-// startServer runs pilot-discovery in-process with opts (addresses,
-// debounce and logger filled in) and waits until it is ready.
+// startServer runs pilot-discovery in-process with opts and waits until
+// it is ready.
 func startServer(t *testing.T, opts bootstrap.Options) *bootstrap.Server {
 	t.Helper()
-	opts.GRPCAddr, opts.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
-	opts.Debounce = debounce.Options{QuietPeriod: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
-	opts.ShutdownGrace = 2 * time.Second
-	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := bootstrap.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with %v", err)
-		}
-	})
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatalf("server exited before ready: %v", err)
-	case <-time.After(waitTimeout):
-		t.Fatal("server not ready")
-	}
-	return s
+	return testenv.StartServer(t, opts)
 }
 
 // newEnv starts a server watching a new namespace with admin rights.
@@ -105,13 +80,6 @@ func newEnv(t *testing.T, prefix string) *env {
 	}
 	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}})
 	return e
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // gateway connects an Envoy-like gateway selected by istio=ingressgateway.

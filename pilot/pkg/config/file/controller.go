@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
@@ -77,8 +78,9 @@ type Controller struct {
 	// ahead of what handlers have been told.
 	mu      sync.RWMutex
 	objects map[config.Key]config.Config
-	byKind  map[schema.Kind][]config.Config
-	errs    []*config.Error
+	// index serves Get and List; rebuilt with objects on every scan.
+	index *memory.Store
+	errs  []*config.Error
 
 	// handlers and delivered are touched only by queue tasks, which run one
 	// at a time and in order: delivered is exactly what handlers have been
@@ -132,7 +134,7 @@ func New(opts Options) (*Controller, error) {
 		files:     map[string]*fileState{},
 		reported:  map[string]bool{},
 		objects:   map[config.Key]config.Config{},
-		byKind:    map[schema.Kind][]config.Config{},
+		index:     memory.New(nil),
 		handlers:  map[schema.Kind][]model.EventHandler{},
 		delivered: map[config.Key]config.Config{},
 	}
@@ -156,11 +158,7 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	obj, ok := c.objects[config.Key{Kind: kind, Namespace: namespace, Name: name}]
-	if !ok {
-		return nil
-	}
-	return &obj
+	return c.index.Get(kind, namespace, name)
 }
 
 // List returns the objects of kind in namespace ("" for all), sorted by
@@ -168,17 +166,7 @@ func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Confi
 func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	all := c.byKind[kind]
-	if namespace == "" {
-		return slices.Clone(all)
-	}
-	var out []config.Config
-	for _, obj := range all {
-		if obj.Namespace == namespace {
-			out = append(out, obj)
-		}
-	}
-	return out
+	return c.index.List(kind, namespace)
 }
 
 // ConfigErrors returns the problems standing now, sorted by file, document,

@@ -6,7 +6,6 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // change is one difference between two store views.
@@ -68,19 +67,6 @@ func (c *Controller) deliver(ch change) func() error {
 		}
 		return nil
 	}
-}
-
-// indexByKind groups objects by kind, each list sorted by namespace then
-// name, ready for List.
-func indexByKind(objects map[config.Key]config.Config) map[schema.Kind][]config.Config {
-	out := map[schema.Kind][]config.Config{}
-	for k, obj := range objects {
-		out[k.Kind] = append(out[k.Kind], obj)
-	}
-	for _, list := range out {
-		slices.SortFunc(list, compareConfigs)
-	}
-	return out
 }
 
 func compareKeys(a, b config.Key) int {

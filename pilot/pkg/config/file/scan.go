@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 )
@@ -56,7 +57,7 @@ func (c *Controller) rescan() {
 	c.mu.Lock()
 	old := c.objects
 	c.objects = objects
-	c.byKind = indexByKind(objects)
+	c.index = memory.New(slices.Collect(maps.Values(objects)))
 	c.errs = problems
 	c.mu.Unlock()
 

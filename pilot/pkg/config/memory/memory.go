@@ -43,7 +43,8 @@ func New(configs []config.Config) *Store {
 	return s
 }
 
-// Get returns the object or nil.
+// Get returns the object or nil: a copy of the stored metadata sharing the
+// stored spec, which must not be mutated.
 func (s *Store) Get(kind schema.Kind, namespace, name string) *config.Config {
 	cs := s.byKind[kind]
 	i, ok := slices.BinarySearchFunc(cs, [2]string{namespace, name}, func(c config.Config, t [2]string) int {
@@ -52,7 +53,8 @@ func (s *Store) Get(kind schema.Kind, namespace, name string) *config.Config {
 	if !ok {
 		return nil
 	}
-	return &cs[i]
+	c := cs[i]
+	return &c
 }
 
 // List returns the objects of kind in namespace ("" for all), sorted by
