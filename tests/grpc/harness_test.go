@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,7 +36,20 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, stops the shared Kubernetes cluster if a
+// Kubernetes-mode test started one (kube_test.go), and then checks for
+// leaked goroutines: with the cluster stopped, client connections to it
+// have closed, and only klog's flush daemon, started at init, may remain.
+func TestMain(m *testing.M) {
+	code := cluster.Run(m)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run")); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // waitTimeout bounds every wait; tests normally finish well within it.
 const waitTimeout = 20 * time.Second
