@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -19,6 +15,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the translator and delete goldens whose input is gone")
@@ -91,72 +88,9 @@ func writeYAML(t *testing.T, b *bytes.Buffer, name string, v any) {
 }
 
 func TestGolden(t *testing.T) {
-	inputs, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no testdata/*.in.yaml inputs (err %v)", err)
-	}
-	cases := map[string]bool{}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
-		cases[name] = true
-		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Base(in)
-			res, errs := translate(file, data)
-			checkResources(t, res)
-			got := render(t, res, errs)
-			res2, errs2 := translate(file, data)
-			if again := render(t, res2, errs2); !bytes.Equal(got, again) {
-				t.Errorf("two translations of the same input differ:\n%s", firstDiff(got, again))
-			}
-			golden := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, firstDiff(want, got))
-			}
-		})
-	}
-	goldens, _ := filepath.Glob(filepath.Join("testdata", "*.golden.yaml"))
-	for _, g := range goldens {
-		if cases[strings.TrimSuffix(filepath.Base(g), ".golden.yaml")] {
-			continue
-		}
-		if *update {
-			if err := os.Remove(g); err != nil {
-				t.Error(err)
-			}
-			continue
-		}
-		t.Errorf("%s has no input; run with -update to delete it", g)
-	}
-}
-
-// firstDiff shows the first differing line.
-func firstDiff(want, got []byte) string {
-	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return "line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl
-		}
-	}
-	return "(no line differs)"
+	golden.Run(t, "testdata", *update, func(t *testing.T, file string, data []byte) []byte {
+		res, errs := translate(file, data)
+		checkResources(t, res)
+		return render(t, res, errs)
+	})
 }

@@ -1,0 +1,89 @@
+// Package golden runs golden-file tests: each testdata/<case>.in.yaml is
+// turned into output that must equal testdata/<case>.golden.yaml. With
+// update set, goldens are rewritten and those whose input is gone deleted.
+package golden
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Produce turns one input file's bytes into the output to compare. It may
+// fail the test for problems that are not output (invalid resources).
+type Produce func(t *testing.T, file string, data []byte) []byte
+
+// Run runs a subtest per dir/*.in.yaml. Each input is produced twice: the
+// two outputs must be identical, so nondeterminism fails before any golden
+// is compared.
+func Run(t *testing.T, dir string, update bool, produce Produce) {
+	t.Helper()
+	inputs, err := filepath.Glob(filepath.Join(dir, "*.in.yaml"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no %s/*.in.yaml inputs (err %v)", dir, err)
+	}
+	cases := map[string]bool{}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		cases[name] = true
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Base(in)
+			got := produce(t, file, data)
+			if again := produce(t, file, data); !bytes.Equal(got, again) {
+				t.Errorf("two translations of the same input differ:\n%s", FirstDiff(got, again))
+			}
+			golden := filepath.Join(dir, name+".golden.yaml")
+			if update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, FirstDiff(want, got))
+			}
+		})
+	}
+	goldens, _ := filepath.Glob(filepath.Join(dir, "*.golden.yaml"))
+	for _, g := range goldens {
+		if cases[strings.TrimSuffix(filepath.Base(g), ".golden.yaml")] {
+			continue
+		}
+		if update {
+			if err := os.Remove(g); err != nil {
+				t.Error(err)
+			}
+			continue
+		}
+		t.Errorf("%s has no input; run with -update to delete it", g)
+	}
+}
+
+// FirstDiff shows the first line where want and got differ.
+func FirstDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return "line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl
+		}
+	}
+	return "(no line differs)"
+}
