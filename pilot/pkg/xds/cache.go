@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -128,6 +129,8 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 	}
 	// Ordered ADS drops a queued response of a type when a newer request
 	// of that type arrives, so at most this one is still in flight.
+	// Every stream sent this content writes the same serialized body.
+	s.wire.sotw.put(resp, cur.sotwBody(ts.typeURL, resp.Resources, s.countEncoding))
 	ts.inflight = []*inflight{{sotw: resp, set: cur, names: sentNames}}
 	ts.watch = nil
 	select {
@@ -158,7 +161,8 @@ func namedAnys(cur *typeSet, names map[string]struct{}) []*anypb.Any {
 	return out
 }
 
-// sotwShouldRespond decides whether a SotW request is answered now.
+// sotwShouldRespond decides whether a SotW request is answered now. When
+// not, it may replace ts.sentNames by an equal set (see below).
 func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, wildcard bool, names map[string]struct{}) bool {
 	if ts.sent == nil {
 		return true // the stream has not been sent this type: answer, even if empty
@@ -177,15 +181,36 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	if wildcard {
 		return cur.version != ts.sent.version
 	}
+	// The common case on a push, checked without walking the names (a
+	// gateway's EDS names every cluster: walking them for every proxy
+	// was half of a push): the same name set as answered, and a set with
+	// the same version, which hashes every (name, content hash) pair.
+	sameContent := cur == ts.sent || cur.version == ts.sent.version
+	if sameContent && sameNameSet(names, ts.sentNames) {
+		return false
+	}
 	for n := range names {
 		if _, ok := ts.sentNames[n]; !ok {
 			return true // newly subscribed: answer, even if it does not exist
 		}
-		if cur != ts.sent && cur.hashOf(n) != ts.sent.hashOf(n) {
+		if !sameContent && cur.hashOf(n) != ts.sent.hashOf(n) {
 			return true
 		}
 	}
+	if len(names) == len(ts.sentNames) {
+		// Every name was answered and there are as many: the same set.
+		// Keep the request's map as the record, so the next check (an ACK
+		// replaces the map with an equal one) is by identity.
+		ts.sentNames = names
+	}
 	return false
+}
+
+// sameNameSet reports whether a and b are the same map. A subscription's
+// name set is replaced, never changed, by later requests, so the same map
+// means the same names.
+func sameNameSet(a, b map[string]struct{}) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // respondDeltaLocked answers a delta watch with the resources that differ
@@ -208,13 +233,28 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 			}
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(w.sub.SubscribedResources())) {
-		r := cur.byName[n]
-		if r == nil || (w.sub.IsWildcard()) {
-			continue
+	if !w.sub.IsWildcard() {
+		// The subscribed resources that exist, by name: walking the sorted
+		// set when the names cover much of it (sorting a gateway's EDS
+		// names for every proxy was half of a push), else sorting them.
+		subscribed := w.sub.SubscribedResources()
+		add := func(r *res) {
+			if h, ok := known[r.name]; !ok || h != r.hash {
+				updates = append(updates, r.delta)
+			}
 		}
-		if h, ok := known[n]; !ok || h != r.hash {
-			updates = append(updates, r.delta)
+		if len(cur.items) <= 4*len(subscribed) {
+			for _, r := range cur.items {
+				if _, ok := subscribed[r.name]; ok {
+					add(r)
+				}
+			}
+		} else {
+			for _, n := range slices.Sorted(maps.Keys(subscribed)) {
+				if r := cur.byName[n]; r != nil {
+					add(r)
+				}
+			}
 		}
 	}
 	var removed []string
@@ -239,6 +279,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	}
 	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.version, TypeUrl: ts.typeURL,
 		Resources: updates, RemovedResources: removed}
+	s.wire.delta.put(resp, cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding))
 	ts.inflight = append(ts.inflight, &inflight{delta: resp, set: cur})
 	ts.watch = nil
 	select {

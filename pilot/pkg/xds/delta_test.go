@@ -37,7 +37,7 @@ type deltaClient struct {
 	asked   map[string]bool
 }
 
-func (h *harness) connectDelta(id string, labels map[string]string, initial map[string]map[string]string) *deltaClient {
+func (h *harness) connectDelta(id string, labels map[string]string, initial map[string]map[string]string, opts ...grpc.DialOption) *deltaClient {
 	h.t.Helper()
 	md := map[string]any{"NAMESPACE": "istio-system"}
 	if labels != nil {
@@ -51,7 +51,7 @@ func (h *harness) connectDelta(id string, labels map[string]string, initial map[
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(h.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(h.addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -31,12 +31,32 @@
 // immutable *res, whose Any is referenced by every view containing it and
 // every response carrying it (SotW responses share a wildcard type's Any
 // slice; delta responses share a prebuilt discovery.Resource). Each send
-// gets only a fresh response envelope. A resource unchanged since the last
+// gets only a fresh response envelope, and is not marshaled either: see
+// Serialize once. A resource unchanged since the last
 // push is encoded into a scratch buffer to find its hash and then reuses
 // its earlier *res: no validation, no new Any (wayfinder_xds_marshal_total
 // counts new Anys). Comparing with proto.Equal instead was measured at 2.7
 // times the cost of that encoding. A type's version hashes its (name,
 // content hash) pairs; a resource's version (delta) is its content hash.
+//
+// # Serialize once
+//
+// Marshaling each response per stream cost a copy of the whole config per
+// gateway (gRPC's buffer, megabytes, until the peer read it) and most of
+// the server's CPU. Instead, a response the cache builds is tied (in a
+// weak-keyed side table, wireBodies) to a body: the response's bytes
+// without its nonce, kept by the typeSet it was cut from and shared by
+// every response of that typeSet with the same resources (and, for delta,
+// the same removals). All wildcard SotW responses of a view share one
+// body; named and delta responses share one when their selections are
+// equal, as they are for every gateway of a group. The first stream to
+// send a body serializes it (wayfinder_xds_response_encodings_total);
+// every stream then writes it as a wire.Frame: the body's bytes, without
+// copying, and the nonce field (5 in both messages), which package wire's
+// "proto" codec (it replaces gRPC's, in every server of the process)
+// emits between the fields before and after it, so the bytes are exactly
+// those of a marshaled response. A response changed after the cache built
+// it, or not built by it, is marshaled as before.
 //
 // # Answering requests
 //
@@ -87,8 +107,10 @@
 //   - Per stream and type: pointers to the typeSet last sent and the name
 //     set answered; a delta stream also holds go-control-plane's map of
 //     versions the client has (one entry per resource it holds).
-//   - Per send: a response envelope referencing shared Anys, then gRPC's
-//     wire buffer while the write is in flight. Options.MaxConcurrentSends
+//   - Per typeSet: the serialized bodies of responses cut from it (at most
+//     eight per protocol), shared by every stream sent them.
+//   - Per send: a response envelope referencing shared Anys and a body,
+//     and the few bytes of the nonce field. Options.MaxConcurrentSends
 //     (default 100) bounds concurrent writes across streams; go-control-
 //     plane has no hook for it, so the streams it is given take a slot per
 //     Send.
@@ -109,6 +131,8 @@
 //	wayfinder_push_duration_seconds     histogram time to compute one push and publish every view
 //	wayfinder_translations_total{what}  counter   translator runs: services, endpoints, gateway, proxyless
 //	wayfinder_xds_marshal_total{type}   counter   resources marshaled into a new shared Any
+//	wayfinder_xds_response_encodings_total{type} counter responses serialized (once per distinct
+//	                                    content, shared by every stream sent it)
 //	wayfinder_config_errors{kind,origin,severity} gauge  current config problems; origin is
 //	                                    "source" (files, validation) or "translation"; kind is the
 //	                                    Istio kind at fault or "none"; severity "error" or "warning"

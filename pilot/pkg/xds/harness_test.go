@@ -224,7 +224,7 @@ type adsClient struct {
 	names   map[string][]string
 }
 
-func (h *harness) connect(id string, labels map[string]string) *adsClient {
+func (h *harness) connect(id string, labels map[string]string, opts ...grpc.DialOption) *adsClient {
 	h.t.Helper()
 	md := map[string]any{"NAMESPACE": "istio-system", "CLUSTER_ID": "Kubernetes"}
 	if labels != nil {
@@ -238,12 +238,12 @@ func (h *harness) connect(id string, labels map[string]string) *adsClient {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return dial(h.t, h.addr, &core.Node{Id: id, Metadata: meta})
+	return dial(h.t, h.addr, &core.Node{Id: id, Metadata: meta}, opts...)
 }
 
-func dial(t *testing.T, addr string, node *core.Node) *adsClient {
+func dial(t *testing.T, addr string, node *core.Node, opts ...grpc.DialOption) *adsClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

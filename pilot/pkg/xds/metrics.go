@@ -24,6 +24,7 @@ type metrics struct {
 	pushDuration prometheus.Histogram
 	translations *prometheus.CounterVec
 	marshals     *prometheus.CounterVec
+	encodings    *prometheus.CounterVec
 }
 
 // Bucket boundaries in seconds follow Istio's for the metrics named after
@@ -77,9 +78,13 @@ func newMetrics(reg *prometheus.Registry, currentErrors func() (source, translat
 			Name: "wayfinder_xds_marshal_total",
 			Help: "Generated resources marshaled, by type: once per new content, never per proxy or per send.",
 		}, []string{"type"}),
+		encodings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_xds_response_encodings_total",
+			Help: "Discovery responses serialized, by type: once per distinct response content (type set, resources, removals), shared by every stream sent it.",
+		}, []string{"type"}),
 	}
 	reg.MustRegister(m.pushes, m.connected, m.rejects, m.debounce, m.convergence, m.configSize,
-		m.triggers, m.pushDuration, m.translations, m.marshals, &configErrorsCollector{current: currentErrors})
+		m.triggers, m.pushDuration, m.translations, m.marshals, m.encodings, &configErrorsCollector{current: currentErrors})
 	return m
 }
 

@@ -96,6 +96,10 @@ type typeSet struct {
 	// anys are the items' Anys in order: the Resources of every wildcard
 	// SotW response, shared by all of them.
 	anys []*anypb.Any
+	// bodies are the serialized responses cut from this set, shared by
+	// every stream sent one of them (see wirecache.go). The only part of
+	// a typeSet that changes after it is built.
+	bodies bodies
 }
 
 // newTypeSet builds a set from resources sorted by name with unique names.

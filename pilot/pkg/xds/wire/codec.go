@@ -1,0 +1,103 @@
+// Package wire lets the discovery server write a discovery response that
+// was serialized once to every stream that carries it, instead of
+// marshaling the same megabytes again for each stream.
+//
+// It replaces gRPC's "proto" codec (registered at init, so every gRPC
+// server and client in the process uses it) with one that writes a *Frame
+// as it is, without copying, and hands every other value to the codec it
+// replaced, so nothing else changes. A Frame is a response's bytes without
+// its nonce plus the nonce field: the nonce is the only part of a
+// DiscoveryResponse or DeltaDiscoveryResponse that differs per stream, and
+// it is field 5 of both.
+package wire
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// NonceField is the field number of nonce in DiscoveryResponse and
+// DeltaDiscoveryResponse.
+const NonceField = 5
+
+// Frame is a discovery response in wire form: Head, then the nonce field
+// (when Nonce is not empty), then Tail. Head and Tail are shared by every
+// stream and must not change. When Head holds the fields numbered below 5
+// and Tail those above, the bytes are exactly what a deterministic proto
+// marshal of the whole response gives.
+type Frame struct {
+	Head  []byte
+	Nonce string
+	Tail  []byte
+}
+
+// Len is the size of the frame on the wire.
+func (f *Frame) Len() int {
+	n := len(f.Head) + len(f.Tail)
+	if f.Nonce != "" {
+		n += protowire.SizeTag(NonceField) + protowire.SizeBytes(len(f.Nonce))
+	}
+	return n
+}
+
+// Append appends the frame's bytes to b.
+func (f *Frame) Append(b []byte) []byte {
+	b = append(b, f.Head...)
+	b = appendNonce(b, f.Nonce)
+	return append(b, f.Tail...)
+}
+
+func appendNonce(b []byte, nonce string) []byte {
+	if nonce == "" {
+		return b // proto3 omits an empty string
+	}
+	b = protowire.AppendTag(b, NonceField, protowire.BytesType)
+	return protowire.AppendString(b, nonce)
+}
+
+// Codec is the "proto" codec: Frames are written as they are, everything
+// else goes to Base.
+type Codec struct{ Base encoding.CodecV2 }
+
+var _ encoding.CodecV2 = Codec{}
+
+func init() {
+	base := encoding.GetCodecV2(proto.Name)
+	if _, ok := base.(Codec); ok {
+		return
+	}
+	encoding.RegisterCodecV2(Codec{Base: base})
+}
+
+// Name is "proto", so peers see ordinary protobuf.
+func (Codec) Name() string { return proto.Name }
+
+// Marshal writes a Frame's shared bytes without copying them; only the
+// nonce field is new. Anything else is marshaled by Base.
+func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
+	f, ok := v.(*Frame)
+	if !ok {
+		return c.Base.Marshal(v)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("wire: nil frame")
+	}
+	out := make(mem.BufferSlice, 0, 3)
+	if len(f.Head) > 0 {
+		out = append(out, mem.SliceBuffer(f.Head))
+	}
+	if f.Nonce != "" {
+		out = append(out, mem.SliceBuffer(appendNonce(nil, f.Nonce)))
+	}
+	if len(f.Tail) > 0 {
+		out = append(out, mem.SliceBuffer(f.Tail))
+	}
+	return out, nil
+}
+
+// Unmarshal is Base's.
+func (c Codec) Unmarshal(data mem.BufferSlice, v any) error { return c.Base.Unmarshal(data, v) }
