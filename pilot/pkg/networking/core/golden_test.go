@@ -2,7 +2,6 @@ package core
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"slices"
@@ -15,12 +14,10 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protopath"
 	"google.golang.org/protobuf/reflect/protorange"
 	"google.golang.org/protobuf/types/known/anypb"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -104,48 +101,19 @@ func translate(t *testing.T, file string, data []byte) translation {
 // sorted, so output is byte-for-byte stable.
 func render(t *testing.T, tr translation) []byte {
 	var b bytes.Buffer
-	section(t, &b, "listeners", tr.gateway.Listeners)
-	section(t, &b, "routes", tr.gateway.Routes)
+	golden.Section(t, &b, "listeners", tr.gateway.Listeners)
+	golden.Section(t, &b, "routes", tr.gateway.Routes)
 	if len(tr.gateway.Secrets) > 0 {
-		section(t, &b, "secrets", tr.gateway.Secrets)
+		golden.Section(t, &b, "secrets", tr.gateway.Secrets)
 	}
-	section(t, &b, "clusters", tr.services.Clusters)
-	section(t, &b, "endpoints", tr.services.Endpoints)
+	golden.Section(t, &b, "clusters", tr.services.Clusters)
+	golden.Section(t, &b, "endpoints", tr.services.Endpoints)
 	msgs := make([]string, 0, len(tr.errors))
 	for _, e := range tr.errors {
 		msgs = append(msgs, e.Error())
 	}
-	writeYAML(t, &b, "errors", msgs)
+	golden.WriteYAML(t, &b, "errors", msgs)
 	return b.Bytes()
-}
-
-func section[M proto.Message](t *testing.T, b *bytes.Buffer, name string, msgs []M) {
-	items := make([]json.RawMessage, 0, len(msgs))
-	for _, m := range msgs {
-		js, err := protojson.Marshal(m)
-		if err != nil {
-			t.Fatalf("%s: protojson: %v", name, err)
-		}
-		items = append(items, js)
-	}
-	writeYAML(t, b, name, items)
-}
-
-func writeYAML(t *testing.T, b *bytes.Buffer, name string, v any) {
-	js, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	y, err := yaml.JSONToYAML(js)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if bytes.Equal(y, []byte("[]\n")) {
-		b.WriteString(name + ": []\n")
-		return
-	}
-	b.WriteString(name + ":\n")
-	b.Write(y)
 }
 
 // checkResources asserts what Envoy and go-control-plane demand of the

@@ -2,13 +2,8 @@ package grpcgen
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"testing"
-
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -42,10 +37,10 @@ func translate(file string, data []byte) (Resources, []*config.Error) {
 // output is byte-for-byte stable.
 func render(t *testing.T, res Resources, errs []*config.Error) []byte {
 	var b bytes.Buffer
-	section(t, &b, "listeners", res.Listeners)
-	section(t, &b, "routes", res.Routes)
-	section(t, &b, "clusters", res.Clusters)
-	section(t, &b, "endpoints", res.Endpoints)
+	golden.Section(t, &b, "listeners", res.Listeners)
+	golden.Section(t, &b, "routes", res.Routes)
+	golden.Section(t, &b, "clusters", res.Clusters)
+	golden.Section(t, &b, "endpoints", res.Endpoints)
 	msgs := make([]string, 0, len(errs))
 	for _, e := range errs {
 		m := e.Error()
@@ -54,37 +49,8 @@ func render(t *testing.T, res Resources, errs []*config.Error) []byte {
 		}
 		msgs = append(msgs, m)
 	}
-	writeYAML(t, &b, "errors", msgs)
+	golden.WriteYAML(t, &b, "errors", msgs)
 	return b.Bytes()
-}
-
-func section[M proto.Message](t *testing.T, b *bytes.Buffer, name string, msgs []M) {
-	items := make([]json.RawMessage, 0, len(msgs))
-	for _, m := range msgs {
-		js, err := protojson.Marshal(m)
-		if err != nil {
-			t.Fatalf("%s: protojson: %v", name, err)
-		}
-		items = append(items, js)
-	}
-	writeYAML(t, b, name, items)
-}
-
-func writeYAML(t *testing.T, b *bytes.Buffer, name string, v any) {
-	js, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	y, err := yaml.JSONToYAML(js)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if bytes.Equal(y, []byte("[]\n")) {
-		b.WriteString(name + ": []\n")
-		return
-	}
-	b.WriteString(name + ":\n")
-	b.Write(y)
 }
 
 func TestGolden(t *testing.T) {
