@@ -4,12 +4,10 @@
 package featuretest
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -58,39 +56,16 @@ func (e *env) remove(name string) {
 // gateway connects an Envoy-like gateway with Istio's node identity.
 func (e *env) gateway(pod string, labels map[string]string, reject func(string, []*anypb.Any) error) *adsc.Client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	c, err := adsc.Dial(ctx, adsc.Config{
-		Address: e.server.GRPCAddr().String(),
-		Node:    adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: pod, Namespace: "istio-system", Labels: labels}),
-		Reject:  reject,
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { c.Close() })
-	return c
+	return testenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, labels, reject)
 }
 
 // waitFor waits until cond holds for the client's accepted state.
 func waitFor(t *testing.T, c *adsc.Client, what string, cond func(adsc.State) bool) adsc.State {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	if err := c.WaitFor(ctx, cond); err != nil {
-		t.Fatalf("waiting for %s: %v (state: %s)", what, err, describe(c.State()))
-	}
-	return c.State()
+	return testenv.WaitFor(t, c, what, waitTimeout, cond)
 }
 
-func describe(s adsc.State) string {
-	var b strings.Builder
-	for _, typ := range []string{adsc.ClusterType, adsc.EndpointType, adsc.ListenerType, adsc.RouteType} {
-		ts := s.Types[typ]
-		b.WriteString(adsc.ShortName(typ) + "{version=" + ts.Version + " names=" + strings.Join(s.Names(typ), ",") + " err=" + ts.Error + "} ")
-	}
-	return b.String()
-}
+func describe(s adsc.State) string { return testenv.Describe(s) }
 
 // get fetches a path from the debug HTTP server.
 func (e *env) get(path string) (int, string) {

@@ -85,38 +85,15 @@ func newEnv(t *testing.T, prefix string) *env {
 // gateway connects an Envoy-like gateway selected by istio=ingressgateway.
 func (e *env) gateway(pod string) *adsc.Client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	c, err := adsc.Dial(ctx, adsc.Config{
-		Address: e.server.GRPCAddr().String(),
-		Node: adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: pod, Namespace: "istio-system",
-			Labels: map[string]string{"istio": "ingressgateway"}}),
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { c.Close() })
-	return c
+	return testenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, map[string]string{"istio": "ingressgateway"}, nil)
 }
 
 func waitFor(t *testing.T, c *adsc.Client, what string, cond func(adsc.State) bool) adsc.State {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	if err := c.WaitFor(ctx, cond); err != nil {
-		t.Fatalf("waiting for %s: %v (state: %s)", what, err, describe(c.State()))
-	}
-	return c.State()
+	return testenv.WaitFor(t, c, what, waitTimeout, cond)
 }
 
-func describe(s adsc.State) string {
-	var b strings.Builder
-	for _, typ := range []string{adsc.ClusterType, adsc.EndpointType, adsc.ListenerType, adsc.RouteType} {
-		ts := s.Types[typ]
-		b.WriteString(adsc.ShortName(typ) + "{version=" + ts.Version + " names=" + strings.Join(s.Names(typ), ",") + " err=" + ts.Error + "} ")
-	}
-	return b.String()
-}
+func describe(s adsc.State) string { return testenv.Describe(s) }
 
 // host is the cluster-local name of a Service in the env's namespace.
 func (e *env) host(svc string) string { return svc + "." + e.ns + ".svc.cluster.local" }
