@@ -19,6 +19,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary, err = buildBinary(dir)
+	binary, err = testenv.BuildBinary(dir, true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -79,8 +80,8 @@ func allACKed(s adsc.State) bool {
 // and exits 0.
 func TestSamplesServedAndCleanShutdown(t *testing.T) {
 	p := startProcess(t, copyDir(t, "../../manifests/samples"))
-	p.waitLog("config synced and first push computed", 30*time.Second)
-	c := connect(t, p.grpcAddr)
+	p.WaitLog("config synced and first push computed", 30*time.Second)
+	c := connect(t, p.GRPCAddr)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -112,7 +113,7 @@ func TestSamplesServedAndCleanShutdown(t *testing.T) {
 		}
 	}
 
-	code, body := httpGet(t, "http://"+p.httpAddr+"/debug/configz")
+	code, body := httpGet(t, "http://"+p.HTTPAddr+"/debug/configz")
 	var cz xds.Configz
 	if code != 200 || json.Unmarshal([]byte(body), &cz) != nil {
 		t.Fatalf("configz %d %s", code, body)
@@ -123,22 +124,22 @@ func TestSamplesServedAndCleanShutdown(t *testing.T) {
 	if len(cz.Configs) != 8 {
 		t.Errorf("configz has %d objects, want the samples' 8", len(cz.Configs))
 	}
-	if code, _ := httpGet(t, "http://"+p.httpAddr+"/healthz/ready"); code != 200 {
+	if code, _ := httpGet(t, "http://"+p.HTTPAddr+"/healthz/ready"); code != 200 {
 		t.Errorf("ready %d", code)
 	}
-	if code, body := httpGet(t, "http://"+p.httpAddr+"/debug/config_dump?proxyID="+gatewayID); code != 200 || !strings.Contains(body, "reviews-canary") {
+	if code, body := httpGet(t, "http://"+p.HTTPAddr+"/debug/config_dump?proxyID="+gatewayID); code != 200 || !strings.Contains(body, "reviews-canary") {
 		t.Errorf("config_dump %d %.300s", code, body)
 	}
 
-	if err := p.stop(15 * time.Second); err != nil {
-		t.Errorf("exit after SIGTERM: %v; log:\n%s", err, p.logText())
+	if err := p.Stop(15 * time.Second); err != nil {
+		t.Errorf("exit after SIGTERM: %v; log:\n%s", err, p.LogText())
 	}
 	select {
 	case <-c.Done():
 	case <-time.After(10 * time.Second):
 		t.Error("the gateway's stream stayed open after shutdown")
 	}
-	p.waitLog("stopped", time.Second)
+	p.WaitLog("stopped", time.Second)
 }
 
 // A typo in a file is logged with file, document, object and field, and the
@@ -156,15 +157,15 @@ spec:
   - route: [{destination: {host: productpage.default.svc.cluster.local, port: {number: 70000}}}]
 `)
 	p := startProcess(t, dir)
-	line := p.waitLogFunc("error naming typo.yaml", func(m map[string]any) bool {
+	line := p.WaitLogFunc("error naming typo.yaml", func(m map[string]any) bool {
 		j, _ := json.Marshal(m)
 		return strings.Contains(string(j), "typo.yaml (document 1)") && strings.Contains(string(j), "port.number")
 	}, 30*time.Second)
 	if lvl := line["level"]; lvl != "WARN" && lvl != "ERROR" {
 		t.Errorf("logged at %v: %v", lvl, line)
 	}
-	p.waitLog("config synced and first push computed", 30*time.Second)
-	c := connect(t, p.grpcAddr)
+	p.WaitLog("config synced and first push computed", 30*time.Second)
+	c := connect(t, p.GRPCAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.WaitFor(ctx, func(s adsc.State) bool {
@@ -175,7 +176,7 @@ spec:
 	if findVirtualHost(c.State().Routes["http.80"], "typo.example.com:80") != nil {
 		t.Error("the invalid VirtualService was served")
 	}
-	if err := p.stop(15 * time.Second); err != nil {
+	if err := p.Stop(15 * time.Second); err != nil {
 		t.Errorf("exit: %v", err)
 	}
 }
