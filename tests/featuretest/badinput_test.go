@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -246,12 +247,31 @@ func TestDebugEndpoints(t *testing.T) {
 	if code != 200 || !containsAll(body, "/debug/configz", "/debug/syncz", "/debug/adsz", "/debug/config_dump") {
 		t.Errorf("list: %d %s", code, body)
 	}
-	for _, p := range e.syncz().Proxies {
+	// The client counts a type ACKed once it has sent the ACK; the server
+	// records it a moment later, so wait for syncz to catch up.
+	synced := func(sz xds.Syncz) bool {
+		for _, p := range sz.Proxies {
+			for _, ty := range p.Types {
+				if ty.Status != "SYNCED" || ty.AckedVersion != s.Version(ty.TypeURL) {
+					return false
+				}
+			}
+		}
+		return len(sz.Proxies) == 1
+	}
+	sz := e.syncz()
+	for deadline := time.Now().Add(10 * time.Second); !synced(sz) && time.Now().Before(deadline); sz = e.syncz() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, p := range sz.Proxies {
 		for _, ty := range p.Types {
 			if ty.Status != "SYNCED" || ty.AckedVersion != s.Version(ty.TypeURL) {
 				t.Errorf("syncz %s: %+v", ty.Type, ty)
 			}
 		}
+	}
+	if len(sz.Proxies) != 1 {
+		t.Errorf("syncz proxies: %+v", sz.Proxies)
 	}
 	if got := e.metric("pilot_xds "); len(got) != 1 || !strings.HasSuffix(got[0], " 1") {
 		t.Errorf("connected proxies metric: %v", got)
