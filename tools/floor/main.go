@@ -55,7 +55,10 @@ func run() error {
 		return err
 	}
 
-	g := grpc.NewServer(grpc.ForceServerCodecV2(xdswire.Codec{}), grpc.MaxSendMsgSize(1<<30))
+	// The same transport settings as pilot-discovery, so the two differ only
+	// in what they compute.
+	g := grpc.NewServer(grpc.ForceServerCodecV2(xdswire.Codec{}), grpc.MaxSendMsgSize(1<<30),
+		grpc.WriteBufferSize(256<<10), grpc.SharedWriteBuffer(true))
 	srv.Register(g)
 	gl, err := net.Listen("tcp", *grpcAddr)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -44,6 +45,7 @@ func run() int {
 	triggerURL := flag.String("trigger-url", "", "instead of --config-dir, POST here to make the update (the floor server's /update)")
 	out := flag.String("out", "", "write the JSON report here instead of stdout")
 	verbose := flag.Bool("v", false, "log protocol errors to stderr")
+	cpuProfile := flag.String("cpu-profile", "", "write the load tool's own CPU profile here (to tell its cost from the server's)")
 	flag.Parse()
 	if flag.NArg() > 0 || (*configDir != "" && *triggerURL != "") || (*configDir != "" && *services < 1) {
 		fmt.Fprintln(os.Stderr, "usage: loadgen [--addr A] [--gateways P] [--delta] [--config-dir DIR --services N | --trigger-url URL] [--timeout D] [--out FILE]")
@@ -60,6 +62,18 @@ func run() int {
 		}
 	case *triggerURL != "":
 		o.Trigger = func(ctx context.Context) error { return post(ctx, *triggerURL) }
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen: --cpu-profile:", err)
+			return 2
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

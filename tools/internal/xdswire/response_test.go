@@ -1,6 +1,7 @@
 package xdswire
 
 import (
+	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -122,6 +123,17 @@ func TestCodec(t *testing.T) {
 	var d decoder
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer("ab"), mem.SliceBuffer("c")}, &d); err != nil || string(d.got) != "abc" {
 		t.Fatalf("decoder got %q, %v", d.got, err)
+	}
+	// The join buffer is reused: a longer message after a shorter one and a
+	// shorter after a longer each see exactly their own bytes.
+	for _, parts := range [][]string{{"long", "er message"}, {"x", "y"}, {"", "z"}} {
+		var in mem.BufferSlice
+		for _, p := range parts {
+			in = append(in, mem.SliceBuffer(p))
+		}
+		if err := c.Unmarshal(in, &d); err != nil || string(d.got) != strings.Join(parts, "") {
+			t.Fatalf("decoder got %q, %v; want %q", d.got, err, strings.Join(parts, ""))
+		}
 	}
 	if _, err := c.Marshal(42); err == nil {
 		t.Error("marshalled an int")
