@@ -57,6 +57,9 @@ func (s *DiscoveryServer) openWatch(req any, w *watch) (func(), error) {
 	}
 	w.st, w.ts = st, st.typeStatus(typeURL)
 	w.ts.watch = w
+	if r := w.deltaReq; r != nil && len(r.GetResourceNamesSubscribe())+len(r.GetResourceNamesUnsubscribe()) > 0 {
+		w.ts.deltaBuilt = nil // the subscription changed: compare in full
+	}
 	if v := st.proxy.view; v != nil {
 		s.evaluateLocked(w, v)
 	}
@@ -225,6 +228,10 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	ts := w.ts
 	cur := v.set(ts.typeURL)
 	known := w.sub.ReturnedResources()
+	if deltaUnchanged(ts, known, cur) {
+		s.convergedLocked(w.st.proxy, ts.typeURL, cur)
+		return
+	}
 	var updates []*discovery.Resource
 	if w.sub.IsWildcard() {
 		for _, r := range cur.items {
@@ -281,12 +288,31 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		Resources: updates, RemovedResources: removed}
 	s.wire.delta.put(resp, cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding))
 	ts.inflight = append(ts.inflight, &inflight{delta: resp, set: cur})
+	ts.deltaBuilt = &deltaBuilt{next: next, n: len(next), set: cur}
 	ts.watch = nil
 	select {
 	case w.deltaCh <- &cache.DeltaPassthroughResponse{DeltaRequest: w.deltaReq, NextVersionMap: next, DeltaDiscoveryResponse: resp}:
 	default:
 		s.log.Error("delta ADS response channel full; response dropped", "proxy", w.st.proxy.proxy.ID, "type", shortType(ts.typeURL))
 	}
+}
+
+// deltaUnchanged reports, without walking any names, that a delta watch
+// has nothing to send: the client's version map is still the one the last
+// response produced and the view's set is the one that response was cut
+// from. At 5,000 clusters, comparing every name on every ACK and on every
+// push that left the type unchanged was the largest part of a delta
+// server's own CPU. go-control-plane changes a version map in place only
+// when a request subscribes or unsubscribes (openWatch then drops the
+// record), and then only by deleting entries or, for a wildcard
+// subscription, marking one for resending; the length check is a second
+// guard.
+func deltaUnchanged(ts *typeStatus, known map[string]string, cur *typeSet) bool {
+	b := ts.deltaBuilt
+	if b == nil || len(known) != b.n || reflect.ValueOf(known).UnsafePointer() != reflect.ValueOf(b.next).UnsafePointer() {
+		return false
+	}
+	return cur == b.set || cur.version == b.set.version
 }
 
 // convergedLocked notes that a proxy holds everything it asked for of a

@@ -85,6 +85,17 @@ type typeStatus struct {
 	// not the version it names.
 	nackedNonce string
 	lastNack    *nackRecord
+
+	// deltaBuilt is the version map the last delta response handed to
+	// go-control-plane and the set it was cut from; see deltaUnchanged.
+	deltaBuilt *deltaBuilt
+}
+
+// deltaBuilt records a delta response's resulting version map.
+type deltaBuilt struct {
+	next map[string]string
+	n    int
+	set  *typeSet
 }
 
 // inflight is a response queued for a stream.

@@ -313,3 +313,50 @@ func TestDeltaNackKeepsLastGoodConfig(t *testing.T) {
 		t.Errorf("adsz does not show the delta stream: %+v", az)
 	}
 }
+
+// A request that swaps one subscribed name for another leaves the client's
+// version map as long as before; the new name must still be answered, and
+// a push that leaves endpoints unchanged sends none.
+func TestDeltaSubscriptionSwapIsAnswered(t *testing.T) {
+	h := newHarness(t, newTestStore(withRatings()...))
+	h.syncAndWait()
+	c := h.connectDelta(nodeID("d"), ingressLabels, nil)
+	c.syncEnvoy([]string{reviewsCDS}, []string{"http.80"})
+
+	c.send(&discovery.DeltaDiscoveryRequest{TypeUrl: resource.EndpointType,
+		ResourceNamesSubscribe: []string{ratingsCDS}, ResourceNamesUnsubscribe: []string{reviewsCDS}})
+	delete(c.held[resource.EndpointType], reviewsCDS)
+	eds := c.next(resource.EndpointType)
+	if got := deltaNames(eds); !slices.Equal(got, []string{ratingsCDS}) {
+		t.Fatalf("EDS after swapping subscriptions = %v, want %v", got, []string{ratingsCDS})
+	}
+	c.ack(eds)
+
+	h.update("vs-change", append(withRatings(), withRoute("reviews.example.com", "v2.example.com")...)...)
+	c.ack(c.next(resource.RouteType))
+	c.barrier(ratingsCDS) // endpoints did not change: no EDS came before the barrier's
+	if got := h.metric("pilot_xds_pushes", "type", "eds"); got != 3 {
+		t.Errorf("EDS sent %v times, want 3 (initial, swap, barrier)", got)
+	}
+}
+
+// Unsubscribing a name that was subscribed both by name and by an explicit
+// wildcard keeps the client's version map as long as before
+// (go-control-plane marks the name for resending); the server must answer
+// with the resource, which still exists, as the protocol asks.
+func TestDeltaWildcardUnsubscribeResends(t *testing.T) {
+	h := newHarness(t, newTestStore(withRatings()...))
+	h.syncAndWait()
+	c := h.connectDelta(nodeID("d"), ingressLabels, nil)
+	c.subscribe(resource.ClusterType, "*", reviewsCDS)
+	first := c.next(resource.ClusterType)
+	if got := deltaNames(first); !slices.Equal(got, []string{ratingsCDS, reviewsCDS}) {
+		t.Fatalf("CDS = %v", got)
+	}
+	c.ack(first)
+	c.send(&discovery.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNamesUnsubscribe: []string{reviewsCDS}})
+	again := c.next(resource.ClusterType)
+	if got := deltaNames(again); !slices.Equal(got, []string{reviewsCDS}) || len(again.GetRemovedResources()) != 0 {
+		t.Errorf("CDS after unsubscribing from the wildcard = %v removed %v, want the cluster again", got, again.GetRemovedResources())
+	}
+}

@@ -84,7 +84,15 @@
 // client holds that no longer exist are sent as removed. CDS and LDS are
 // wildcard for Envoy; EDS, RDS and SDS are explicit subscriptions (legacy
 // wildcard is off for them in both protocols). The first request of a type
-// on a stream is answered even when nothing differs.
+// on a stream is answered even when nothing differs. When the client's
+// version map is still the one the last response produced and the set it
+// was cut from is unchanged (an ACK, or a push that left the type alone),
+// nothing is compared name by name (deltaUnchanged).
+//
+// Requests: package wire decodes a long resource_names list once and gives
+// the same immutable slice to every request with the same bytes (every
+// gateway of a group names the same clusters with every EDS request and
+// ACK).
 //
 // # NACKs
 //

@@ -14,6 +14,8 @@ package wire
 import (
 	"fmt"
 
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
@@ -99,5 +101,16 @@ func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 	return out, nil
 }
 
-// Unmarshal is Base's.
-func (c Codec) Unmarshal(data mem.BufferSlice, v any) error { return c.Base.Unmarshal(data, v) }
+// Unmarshal is Base's, but a DiscoveryRequest with a long list of resource
+// names shares the list with earlier requests that had the same (see
+// nameLists).
+func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if req, ok := v.(*discovery.DiscoveryRequest); ok && data.Len() >= minSharedNames*4 {
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		if shared.unmarshalRequest(buf.ReadOnlyData(), req) {
+			return nil
+		}
+	}
+	return c.Base.Unmarshal(data, v)
+}

@@ -1,0 +1,116 @@
+package wire
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+func edsRequest(node string, n int, nonce string) *discovery.DiscoveryRequest {
+	req := &discovery.DiscoveryRequest{
+		Node:          &core.Node{Id: node},
+		TypeUrl:       "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+		VersionInfo:   "v1",
+		ResponseNonce: nonce,
+	}
+	for i := range n {
+		req.ResourceNames = append(req.ResourceNames, fmt.Sprintf("outbound|8080||svc-%d.default.svc.cluster.local", i))
+	}
+	return req
+}
+
+func roundTrip(t *testing.T, c encoding.CodecV2, in *discovery.DiscoveryRequest) *discovery.DiscoveryRequest {
+	t.Helper()
+	data, err := proto.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Split, as gRPC hands over a message read from several frames.
+	half := len(data) / 2
+	out := &discovery.DiscoveryRequest{ResourceNames: []string{"stale"}, VersionInfo: "stale"}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data[:half]), mem.SliceBuffer(data[half:])}, out); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(in, out) {
+		t.Fatalf("decoded request differs:\n got %v\nwant %v", out, in)
+	}
+	return out
+}
+
+func sameSlice(a, b []string) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+func TestRequestNamesSharedAcrossRequests(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	a := roundTrip(t, c, edsRequest("gw-1", 500, "1"))
+	b := roundTrip(t, c, edsRequest("gw-2", 500, "7")) // another node, nonce: same names
+	if !sameSlice(a.ResourceNames, b.ResourceNames) {
+		t.Error("equal name lists were decoded twice")
+	}
+	other := roundTrip(t, c, edsRequest("gw-3", 501, "7"))
+	if sameSlice(a.ResourceNames, other.ResourceNames) {
+		t.Error("a different name list got the shared one")
+	}
+	// Short lists and requests without names decode as usual.
+	roundTrip(t, c, edsRequest("gw-4", 3, "2"))
+	roundTrip(t, c, edsRequest("gw-5", 0, ""))
+}
+
+func TestRequestNamesInterleavedDecodeAsUsual(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	req := edsRequest("gw-1", 100, "1")
+	data, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another field between two names: legal protobuf, decoded the
+	// ordinary way.
+	data = protowire.AppendTag(data, 4, protowire.BytesType) // type_url again (last wins)
+	data = protowire.AppendString(data, req.TypeUrl)
+	data = protowire.AppendTag(data, resourceNamesField, protowire.BytesType)
+	data = protowire.AppendString(data, "extra")
+	var out discovery.DiscoveryRequest
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.ResourceNames) != 101 || out.ResourceNames[100] != "extra" || out.TypeUrl != req.TypeUrl {
+		t.Errorf("interleaved request decoded as %d names, last %q", len(out.ResourceNames), out.ResourceNames[len(out.ResourceNames)-1])
+	}
+}
+
+func TestRequestNamesInvalidUTF8IsAnError(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	data, err := proto.Marshal(edsRequest("gw-1", 100, "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = protowire.AppendTag(data, resourceNamesField, protowire.BytesType)
+	data = protowire.AppendBytes(data, []byte{0xff, 0xfe})
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &discovery.DiscoveryRequest{}); err == nil {
+		t.Error("a name that is not UTF-8 was accepted")
+	}
+}
+
+func TestRequestNameListsBounded(t *testing.T) {
+	n := &nameLists{seed: shared.seed, lists: map[uint64]*nameList{}}
+	for i := range maxSharedLists + 10 {
+		data, err := proto.Marshal(edsRequest("gw", minSharedNames+i, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out discovery.DiscoveryRequest
+		if !n.unmarshalRequest(data, &out) || len(out.ResourceNames) != minSharedNames+i {
+			t.Fatalf("list %d not decoded: %d names", i, len(out.ResourceNames))
+		}
+	}
+	if len(n.lists) != maxSharedLists || len(n.order) != maxSharedLists {
+		t.Errorf("kept %d lists (%d in order), want %d", len(n.lists), len(n.order), maxSharedLists)
+	}
+}
