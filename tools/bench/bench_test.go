@@ -139,3 +139,36 @@ func TestEarlierResultsKeepsOtherCases(t *testing.T) {
 		t.Fatalf("result did not round-trip: %+v", got[0])
 	}
 }
+
+func TestMedianResultOfRuns(t *testing.T) {
+	run := func(cold, upd, cpu float64, rss int64, converged int, err string) result {
+		r := result{Server: "pilot", usage: usage{PeakRSSBytes: rss, CPUSeconds: cpu}, Error: err,
+			Report: &load.Report{Cold: load.Latency{Converged: converged, Total: 500, P99Ms: cold}, Update: &load.Latency{Converged: 500, Total: 500, P99Ms: upd}}}
+		return r
+	}
+	runs := []result{
+		run(4000, 2000, 6, 900, 500, ""),
+		run(9000, 5000, 8, 1100, 499, ""),
+		run(3000, 3000, 7, 1000, 500, ""),
+		run(1, 1, 1, 1, 500, "timed out"), // failed: counted out
+	}
+	m := medianResult(runs)
+	if m.Runs != 3 || m.Report.Cold.P99Ms != 4000 || m.Report.Update.P99Ms != 3000 || m.CPUSeconds != 7 || m.PeakRSSBytes != 1000 {
+		t.Errorf("median = runs %d cold %v update %v cpu %v rss %v", m.Runs, m.Report.Cold.P99Ms, m.Report.Update.P99Ms, m.CPUSeconds, m.PeakRSSBytes)
+	}
+	if m.Report.Cold.Converged != 499 {
+		t.Errorf("converged = %d, want the fewest any run reached (499)", m.Report.Cold.Converged)
+	}
+	if runs[0].Report.Cold.P99Ms != 4000 {
+		t.Error("the runs' own reports were changed")
+	}
+	if even := medianResult(runs[:2]); even.Report.Cold.P99Ms != 6500 {
+		t.Errorf("median of two = %v, want their mean", even.Report.Cold.P99Ms)
+	}
+	if failed := medianResult(runs[3:]); failed.Error != "timed out" {
+		t.Errorf("all runs failed: error %q", failed.Error)
+	}
+	if md := markdown(machine{}, []result{m}); !strings.Contains(md, "median of 3 runs") {
+		t.Errorf("table does not say the figures are medians:\n%s", md)
+	}
+}

@@ -44,6 +44,7 @@ type options struct {
 	skipFloor bool
 	appendRes bool
 	note      string
+	repeat    int
 }
 
 // result is one measured run.
@@ -59,7 +60,10 @@ type result struct {
 	// the tool, not the server, bounds the figures.
 	LoadCPUSeconds float64      `json:"load_cpu_seconds"`
 	Report         *load.Report `json:"report,omitempty"`
-	Error          string       `json:"error,omitempty"`
+	// Runs is how many runs completed; with more than one, every figure
+	// is the median over them (see medianResult).
+	Runs  int    `json:"runs,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 func main() {
@@ -78,6 +82,7 @@ func run() error {
 	flag.StringVar(&o.floor, "floor", "", "floor binary; empty builds ./tools/floor into OUT/bin")
 	pilotArgs := flag.String("pilot-args", "", "extra pilot-discovery flags, space separated (e.g. debounce settings)")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on each load run")
+	flag.IntVar(&o.repeat, "repeat", 1, "run each case this many times, the servers in turns, and report each figure's median")
 	flag.BoolVar(&o.delta, "delta", false, "also run each case against pilot-discovery with delta xDS")
 	flag.BoolVar(&o.skipFloor, "skip-floor", false, "do not run the floor server")
 	flag.BoolVar(&o.appendRes, "append", false, "keep the results of other cases from OUT/results.json (to run the matrix in parts)")
@@ -180,6 +185,9 @@ func logResult(r result) {
 			msg += fmt.Sprintf(" update p99=%.0fms", u.P99Ms)
 		}
 	}
+	if r.Runs > 1 {
+		msg += fmt.Sprintf(" (median of %d runs)", r.Runs)
+	}
 	if r.Error != "" {
 		msg += " error: " + r.Error
 	}
@@ -194,13 +202,33 @@ func runCase(ctx context.Context, o options, c benchCase) []result {
 	}
 	dumps := filepath.Join(o.out, "dumps", c.String())
 	_ = os.RemoveAll(dumps)
-	var out []result
-	out = append(out, runPilot(ctx, o, c, dir, false, dumps))
-	if o.delta {
-		out = append(out, runPilot(ctx, o, c, dir, true, ""))
+	// Each round runs every server once, so drift on the machine touches
+	// them alike; the figures are medians over the rounds.
+	var servers [][]result
+	for round := range max(o.repeat, 1) {
+		rr := []result{runPilot(ctx, o, c, dir, false, dumps)}
+		if o.delta {
+			rr = append(rr, runPilot(ctx, o, c, dir, true, ""))
+		}
+		if !o.skipFloor {
+			rr = append(rr, runFloor(ctx, o, c, dumps))
+		}
+		for i, r := range rr {
+			if round == 0 {
+				servers = append(servers, nil)
+			}
+			if o.repeat > 1 {
+				logResult(r)
+			}
+			servers[i] = append(servers[i], r)
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	if !o.skipFloor {
-		out = append(out, runFloor(ctx, o, c, dumps))
+	out := make([]result, len(servers))
+	for i, runs := range servers {
+		out[i] = medianResult(runs)
 	}
 	return out
 }

@@ -30,6 +30,13 @@ func markdown(m machine, results []result) string {
 	if m.Note != "" {
 		fmt.Fprintf(&b, "Note: %s.\n", m.Note)
 	}
+	runs := 0
+	for _, r := range results {
+		runs = max(runs, r.Runs)
+	}
+	if runs > 1 {
+		fmt.Fprintf(&b, "Each figure is the median of %d runs per server, the servers taking turns.\n", runs)
+	}
 	b.WriteString("\nThe load tool runs in the bench process on the same machine; peak RSS (VmHWM) and CPU seconds (utime+stime) are the server's alone, from its start (config load and first push included) to the end of the update.\n\n")
 	b.WriteString("| services x gateways | server | cold p50 / p99 / max (s) | update p50 / p99 / max (ms) | peak RSS (MB) | CPU (s) | ready (s) | MB per proxy | load tool CPU (s) | NACKs | errors |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
