@@ -21,7 +21,11 @@
 // A request that is not Full (only endpoints changed) rebuilds endpoints
 // alone (Generator.BuildEndpoints): clusters and every group's listeners,
 // routes and secrets are the last full push's, so only EDS is sent. It
-// falls back to a full push when a cluster would lose its assignment.
+// falls back to a full push when a cluster would lose its assignment. A
+// full request whose changed objects are all Gateways and VirtualServices
+// (routingOnly) keeps the last push's clusters and endpoints, which do not
+// depend on them, and translates the gateway side (and proxyless clients)
+// again.
 //
 // # Marshal once
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // pushState is what one push computed. Everything but groups is fixed once
@@ -23,7 +24,13 @@ type pushState struct {
 	clusters, endpoints *typeSet
 	// errors are the push context's and the service translation's.
 	errors []*config.Error
-	groups map[string]*group
+	// serviceErrors are those of the last service translation (clusters
+	// and endpoints) and endpointErrors those of an endpoints-only push
+	// since, kept for pushes that reuse them.
+	serviceErrors, endpointErrors []*config.Error
+	// endpointsOnly marks a push that rebuilt load assignments alone.
+	endpointsOnly bool
+	groups        map[string]*group
 }
 
 // proxylessKey is the group of every proxyless gRPC client. Gateway group
@@ -59,7 +66,17 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		st = s.endpointsPush(pc, s.state)
 	}
 	full := st == nil
-	if full {
+	switch {
+	case full && s.state != nil && routingOnly(req):
+		// Clusters and endpoints do not depend on Gateways or
+		// VirtualServices: the last push's are kept, and only the gateway
+		// side is translated again.
+		prev := s.state
+		s.intern.rotate(ldsIdx, rdsIdx, sdsIdx)
+		st = &pushState{push: pc, groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
+			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors}
+		st.errors = slices.Concat(pc.Errors, st.serviceErrors, st.endpointErrors)
+	case full:
 		svc, err := s.buildServices(pc)
 		if err != nil {
 			// Sending empty clusters would take every route down; keep the
@@ -69,9 +86,8 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		}
 		s.intern.rotate(cdsIdx, edsIdx, ldsIdx, rdsIdx, sdsIdx)
 		st = &pushState{push: pc, groups: map[string]*group{}}
-		var svcErrs []*config.Error
-		st.clusters, st.endpoints, svcErrs = serviceResources(s.intern, "", svc)
-		st.errors = slices.Concat(pc.Errors, svcErrs)
+		st.clusters, st.endpoints, st.serviceErrors = serviceResources(s.intern, "", svc)
+		st.errors = slices.Concat(pc.Errors, st.serviceErrors)
 	}
 
 	// New proxies cannot register while pushMu is held, so this list is
@@ -128,9 +144,11 @@ func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState) 
 		return nil
 	}
 	// The services' translation errors are kept from the last full push;
-	// endpoint problems found now are added (deduplicated when shown).
-	st := &pushState{push: pc, clusters: prev.clusters, endpoints: endpoints,
-		errors: slices.Concat(pc.Errors, prev.errors, errs), groups: make(map[string]*group, len(prev.groups))}
+	// endpoint problems found now replace those of earlier endpoints-only
+	// pushes (deduplicated when shown).
+	st := &pushState{push: pc, clusters: prev.clusters, endpoints: endpoints, endpointsOnly: true,
+		serviceErrors: prev.serviceErrors, endpointErrors: errs,
+		errors: slices.Concat(pc.Errors, prev.serviceErrors, errs), groups: make(map[string]*group, len(prev.groups))}
 	for key, g := range prev.groups {
 		ng := *g
 		if g.key == proxylessKey {
@@ -144,6 +162,21 @@ func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState) 
 		st.groups[key] = &ng
 	}
 	return st
+}
+
+// routingOnly reports whether a full push changes only Gateways and
+// VirtualServices (as listed in ConfigsUpdated; an empty list may be
+// anything).
+func routingOnly(req *model.PushRequest) bool {
+	if len(req.ConfigsUpdated) == 0 {
+		return false
+	}
+	for k := range req.ConfigsUpdated {
+		if k.Kind != schema.Gateway && k.Kind != schema.VirtualService {
+			return false
+		}
+	}
+	return true
 }
 
 // groupFor returns the proxy's group in st, translating it if no proxy
@@ -203,7 +236,7 @@ func (s *DiscoveryServer) proxylessGroup(st *pushState) *group {
 		var endpoints *typeSet
 		var e1, e2, e3 []*config.Error
 		prev := s.state
-		if prev != nil && prev.push != st.push && prev.groups[proxylessKey] != nil && prev.groups[proxylessKey].view != nil && st.clusters == prev.clusters {
+		if st.endpointsOnly && prev != nil && prev.push != st.push && prev.groups[proxylessKey] != nil && prev.groups[proxylessKey].view != nil {
 			// Endpoints-only push: reuse everything but the endpoints.
 			pg := prev.groups[proxylessKey]
 			g.listeners, g.routes, g.clusters = pg.listeners, pg.routes, pg.clusters
