@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -66,7 +66,7 @@ func buildVirtualServiceRoutes(ctx routeContext, gatewayKey string, r *reporter)
 			if tmpl == nil {
 				continue
 			}
-			rt := proto.Clone(tmpl).(*routev3.Route)
+			rt := shallowRoute(tmpl)
 			rt.Match = rm
 			if m.GetName() != "" {
 				rt.Name = http.GetName() + "." + m.GetName()
@@ -117,4 +117,17 @@ func matchApplies(m *networking.HTTPMatchRequest, port uint32, gatewayKey, vsNam
 	return slices.ContainsFunc(m.GetGateways(), func(g string) bool {
 		return g != "mesh" && model.ResolveGatewayName(g, vsNamespace) == gatewayKey
 	})
+}
+
+// shallowRoute returns a new route with tmpl's fields, sharing their
+// values: each match of an HTTP route gets its own route (its own match
+// and name) around one translated action, which nobody edits afterwards.
+func shallowRoute(tmpl *routev3.Route) *routev3.Route {
+	out := &routev3.Route{}
+	dst := out.ProtoReflect()
+	tmpl.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	return out
 }
