@@ -233,7 +233,11 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		return
 	}
 	var updates []*discovery.Resource
+	// covered counts the set's resources the subscription covers: when it
+	// covers them all, the client will hold exactly the set.
+	covered := 0
 	if w.sub.IsWildcard() {
+		covered = len(cur.items)
 		for _, r := range cur.items {
 			if h, ok := known[r.name]; !ok || h != r.hash {
 				updates = append(updates, r.delta)
@@ -246,6 +250,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		// names for every proxy was half of a push), else sorting them.
 		subscribed := w.sub.SubscribedResources()
 		add := func(r *res) {
+			covered++
 			if h, ok := known[r.name]; !ok || h != r.hash {
 				updates = append(updates, r.delta)
 			}
@@ -276,13 +281,20 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		s.convergedLocked(w.st.proxy, ts.typeURL, cur)
 		return
 	}
-	next := make(map[string]string, len(known)+len(updates))
-	maps.Copy(next, known)
-	for _, r := range updates {
-		next[r.GetName()] = r.GetVersion()
-	}
-	for _, n := range removed {
-		delete(next, n)
+	var next map[string]string
+	if covered == len(cur.items) {
+		// Every resource of the set is covered and what the client holds
+		// beyond it is removed: it will hold the set, exactly.
+		next = maps.Clone(cur.versionMap())
+	} else {
+		next = make(map[string]string, len(known)+len(updates))
+		maps.Copy(next, known)
+		for _, r := range updates {
+			next[r.GetName()] = r.GetVersion()
+		}
+		for _, n := range removed {
+			delete(next, n)
+		}
 	}
 	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.version, TypeUrl: ts.typeURL,
 		Resources: updates, RemovedResources: removed}

@@ -98,8 +98,26 @@ type typeSet struct {
 	anys []*anypb.Any
 	// bodies are the serialized responses cut from this set, shared by
 	// every stream sent one of them (see wirecache.go). The only part of
-	// a typeSet that changes after it is built.
+	// a typeSet that changes after it is built, with versions.
 	bodies bodies
+	// versions maps every name to its content hash, built on first use:
+	// the version map of a delta client that holds the whole set, which
+	// each such stream gets a copy of (cloning a map is many times
+	// cheaper than filling one).
+	versionsOnce sync.Once
+	versions     map[string]string
+}
+
+// versionMap returns the set's name -> hash map. It is shared: copy it
+// before handing it to anyone who may change it.
+func (ts *typeSet) versionMap() map[string]string {
+	ts.versionsOnce.Do(func() {
+		ts.versions = make(map[string]string, len(ts.items))
+		for _, r := range ts.items {
+			ts.versions[r.name] = r.hash
+		}
+	})
+	return ts.versions
 }
 
 // newTypeSet builds a set from resources sorted by name with unique names.

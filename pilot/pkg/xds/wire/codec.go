@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	gproto "google.golang.org/protobuf/proto"
 )
 
 // NonceField is the field number of nonce in DiscoveryResponse and
@@ -101,14 +102,18 @@ func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 	return out, nil
 }
 
-// Unmarshal is Base's, but a DiscoveryRequest with a long list of resource
-// names shares the list with earlier requests that had the same (see
-// nameLists).
+// Unmarshal is Base's, but a (delta) discovery request with a long list of
+// resource names shares the list with earlier requests that had the same
+// (see nameLists).
 func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if req, ok := v.(*discovery.DiscoveryRequest); ok && data.Len() >= minSharedNames*4 {
+	switch v.(type) {
+	case *discovery.DiscoveryRequest, *discovery.DeltaDiscoveryRequest:
+		if data.Len() < minSharedNames*4 {
+			break
+		}
 		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 		defer buf.Free()
-		if shared.unmarshalRequest(buf.ReadOnlyData(), req) {
+		if shared.unmarshalRequest(buf.ReadOnlyData(), v.(gproto.Message)) {
 			return nil
 		}
 	}

@@ -114,3 +114,28 @@ func TestRequestNameListsBounded(t *testing.T) {
 		t.Errorf("kept %d lists (%d in order), want %d", len(n.lists), len(n.order), maxSharedLists)
 	}
 }
+
+func TestDeltaSubscribeNamesShared(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	decode := func(node string) *discovery.DeltaDiscoveryRequest {
+		in := &discovery.DeltaDiscoveryRequest{Node: &core.Node{Id: node}, TypeUrl: "eds",
+			ResourceNamesSubscribe: edsRequest(node, 300, "").ResourceNames, ResourceNamesUnsubscribe: []string{"gone"},
+			InitialResourceVersions: map[string]string{"a": "1"}}
+		data, err := proto.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &discovery.DeltaDiscoveryRequest{}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, out); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(in, out) {
+			t.Fatalf("decoded delta request differs:\n got %v\nwant %v", out, in)
+		}
+		return out
+	}
+	a, b := decode("gw-1"), decode("gw-2")
+	if !sameSlice(a.ResourceNamesSubscribe, b.ResourceNamesSubscribe) {
+		t.Error("equal subscription lists were decoded twice")
+	}
+}
