@@ -11,6 +11,7 @@ package xdswire
 
 import (
 	"fmt"
+	"math/bits"
 
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
@@ -83,7 +84,9 @@ func getContiguous(n int) []byte {
 		}
 	default:
 	}
-	return make([]byte, n)
+	// Rounded up to a power of two, so buffers soon fit every type's
+	// responses instead of being dropped and allocated again.
+	return make([]byte, n, 1<<bits.Len(uint(n)))
 }
 
 func putContiguous(b []byte) {
