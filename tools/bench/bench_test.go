@@ -61,6 +61,8 @@ func sampleResults() []result {
 	return []result{
 		{Case: c, Server: "pilot", usage: usage{PeakRSSBytes: 300 << 20, CPUSeconds: 3}, Report: rep(2500, 800)},
 		{Case: c, Server: "floor", usage: usage{PeakRSSBytes: 100 << 20, CPUSeconds: 1.25}, Report: rep(2000, 600)},
+		{Case: c, Server: "pilot-delta", usage: usage{PeakRSSBytes: 350 << 20, CPUSeconds: 4}, Report: rep(3000, 800)},
+		{Case: c, Server: "floor-delta", usage: usage{PeakRSSBytes: 100 << 20, CPUSeconds: 2}, Report: rep(2500, 800)},
 		{Case: benchCase{100, 100}, Server: "pilot", usage: usage{PeakRSSBytes: 60 << 20, CPUSeconds: 0.2}, Report: rep(100, 200)},
 		{Case: benchCase{5000, 500}, Server: "pilot", Error: "timed out"},
 	}
@@ -72,8 +74,10 @@ func TestMarkdownRatiosAndTargets(t *testing.T) {
 		"on 2 CPUs", "23.5 GB", "Note: shared.",
 		"| 1000 x 500 | pilot | 1.25 / 2.50 / 2.50 | 400 / 800 / 800 | 300 | 3.00 |",
 		// 2500/2000 cold, 800/600 update, 3/1.25 CPU: all within the targets.
-		"| 1000 x 500 | pilot | 1.25x | 1.33x | 2.40x | 300 MB | met |",
-		"| 100 x 100 | pilot | - | - | - | 60 MB | missed: update p99 200.00 ms > 150 ms |",
+		"| 1000 x 500 | pilot | floor | 1.25x | 1.33x | 2.40x | 300 MB | met |",
+		// Delta against the delta floor: 3000/2500, 800/800, 4/2.
+		"| 1000 x 500 | pilot-delta | floor-delta | 1.20x | 1.00x | 2.00x | 350 MB | met |",
+		"| 100 x 100 | pilot | - | - | - | - | 60 MB | missed: update p99 200.00 ms > 150 ms |",
 		"| 5000 x 500 | pilot | - | - | - | - | 0.00 | - | - | - | timed out |",
 	} {
 		if !strings.Contains(md, want) {

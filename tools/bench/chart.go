@@ -87,7 +87,7 @@ func writeChart(path string, results []result) error {
 			}
 			c := seriesColor(ki)
 			line.Color, points.Color = c, c
-			if k.server == "floor" {
+			if isFloor(k.server) {
 				line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}
 			p.Add(line, points)

@@ -202,16 +202,22 @@ func runCase(ctx context.Context, o options, c benchCase) []result {
 	}
 	dumps := filepath.Join(o.out, "dumps", c.String())
 	_ = os.RemoveAll(dumps)
+	_ = os.RemoveAll(dumps + "-delta")
 	// Each round runs every server once, so drift on the machine touches
 	// them alike; the figures are medians over the rounds.
 	var servers [][]result
 	for round := range max(o.repeat, 1) {
 		rr := []result{runPilot(ctx, o, c, dir, false, dumps)}
 		if o.delta {
-			rr = append(rr, runPilot(ctx, o, c, dir, true, ""))
+			rr = append(rr, runPilot(ctx, o, c, dir, true, dumps+"-delta"))
 		}
 		if !o.skipFloor {
-			rr = append(rr, runFloor(ctx, o, c, dumps))
+			rr = append(rr, runFloor(ctx, o, c, dumps, false))
+			if o.delta {
+				// Delta is measured against a floor speaking delta, so the
+				// load tool's own delta bookkeeping is on both sides.
+				rr = append(rr, runFloor(ctx, o, c, dumps+"-delta", true))
+			}
 		}
 		for i, r := range rr {
 			if round == 0 {
@@ -259,8 +265,11 @@ func runPilot(ctx context.Context, o options, c benchCase, dir string, delta boo
 	})
 }
 
-func runFloor(ctx context.Context, o options, c benchCase, dumps string) result {
+func runFloor(ctx context.Context, o options, c benchCase, dumps string, delta bool) result {
 	res := result{Case: c, Server: "floor"}
+	if delta {
+		res.Server = "floor-delta"
+	}
 	if _, err := os.Stat(filepath.Join(dumps, "update")); err != nil {
 		res.Error = "no capture of pilot-discovery's responses for this case (its run did not converge)"
 		return res
@@ -272,8 +281,11 @@ func runFloor(ctx context.Context, o options, c benchCase, dumps string) result 
 		return res
 	}
 	args := []string{"--dump-dir", dumps, "--grpc-addr", grpcAddr, "--http-addr", httpAddr}
+	if delta {
+		args = append(args, "--delta")
+	}
 	return measure(ctx, o, res, o.floor, args, "http://"+httpAddr+"/healthz/ready", load.Options{
-		Address: grpcAddr, Gateways: c.Gateways,
+		Address: grpcAddr, Gateways: c.Gateways, Delta: delta,
 		Trigger: func(ctx context.Context) error { return postUpdate(ctx, "http://"+httpAddr+"/update") },
 	})
 }

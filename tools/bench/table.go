@@ -61,19 +61,27 @@ func markdown(m machine, results []result) string {
 	}
 
 	b.WriteString("\n## Against the floor (issue 6 targets)\n\n")
-	b.WriteString("| services x gateways | server | cold p99 vs floor | update p99 vs floor | CPU vs floor | peak RSS | targets |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
-	floors := map[benchCase]result{}
+	b.WriteString("Each server against the floor of its protocol (pilot-delta against floor-delta when it ran).\n\n")
+	b.WriteString("| services x gateways | server | floor | cold p99 vs floor | update p99 vs floor | CPU vs floor | peak RSS | targets |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	type floorKey struct {
+		c      benchCase
+		server string
+	}
+	floors := map[floorKey]result{}
 	for _, r := range results {
-		if r.Server == "floor" && r.Report != nil {
-			floors[r.Case] = r
+		if isFloor(r.Server) && r.Report != nil {
+			floors[floorKey{r.Case, r.Server}] = r
 		}
 	}
 	for _, r := range results {
-		if r.Server == "floor" || r.Report == nil {
+		if isFloor(r.Server) || r.Report == nil {
 			continue
 		}
-		f, ok := floors[r.Case]
+		f, ok := floors[floorKey{r.Case, "floor"}]
+		if d, dok := floors[floorKey{r.Case, "floor-delta"}]; dok && r.Server == "pilot-delta" {
+			f, ok = d, true
+		}
 		coldR, updR, cpuR := -1.0, -1.0, -1.0
 		if ok {
 			coldR = ratio(r.Report.Cold.P99Ms, f.Report.Cold.P99Ms)
@@ -82,11 +90,18 @@ func markdown(m machine, results []result) string {
 			}
 			cpuR = ratio(r.CPUSeconds, f.CPUSeconds)
 		}
-		fmt.Fprintf(&b, "| %d x %d | %s | %s | %s | %s | %s MB | %s |\n", r.Case.Services, r.Case.Gateways, r.Server,
+		against := "-"
+		if ok {
+			against = f.Server
+		}
+		fmt.Fprintf(&b, "| %d x %d | %s | %s | %s | %s | %s | %s MB | %s |\n", r.Case.Services, r.Case.Gateways, r.Server, against,
 			ratioCell(coldR), ratioCell(updR), ratioCell(cpuR), rss(r), verdict(r, coldR, updR, cpuR))
 	}
 	return b.String()
 }
+
+// isFloor reports whether a server name is a floor (of either protocol).
+func isFloor(server string) bool { return strings.HasPrefix(server, "floor") }
 
 // verdict checks a result against its case's targets, if any.
 func verdict(r result, coldR, updR, cpuR float64) string {

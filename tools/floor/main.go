@@ -35,22 +35,23 @@ func run() error {
 	dumpDir := flag.String("dump-dir", "", "the load tool's --dump-dir (with cold/ and update/) (required)")
 	grpcAddr := flag.String("grpc-addr", "127.0.0.1:15010", "ADS address")
 	httpAddr := flag.String("http-addr", "127.0.0.1:15014", "HTTP address: POST /update, GET /stats, GET /healthz/ready")
+	delta := flag.Bool("delta", false, "the dumps are of a delta run (loadgen --delta --dump-dir); serve delta ADS")
 	flag.Parse()
 	if *dumpDir == "" {
 		return errors.New("--dump-dir is required")
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cold, err := floorserver.LoadDump(filepath.Join(*dumpDir, "cold"), "cold")
+	cold, err := floorserver.LoadDump(filepath.Join(*dumpDir, "cold"), "cold", *delta)
 	if err != nil {
 		return err
 	}
 	var update floorserver.Dump
 	if _, err := os.Stat(filepath.Join(*dumpDir, "update")); err == nil {
-		if update, err = floorserver.LoadDump(filepath.Join(*dumpDir, "update"), "update"); err != nil {
+		if update, err = floorserver.LoadDump(filepath.Join(*dumpDir, "update"), "update", *delta); err != nil {
 			return err
 		}
 	}
-	srv, err := floorserver.New(cold, update, logger)
+	srv, err := floorserver.New(cold, update, *delta, logger)
 	if err != nil {
 		return err
 	}

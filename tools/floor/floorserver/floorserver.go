@@ -1,8 +1,9 @@
 // Package floorserver is the benchmark's floor: an ADS server that does no
 // translation. It loads pilot-discovery's own responses, captured by the
 // load tool (--dump-dir), serializes each once, and writes the same bytes
-// to every state-of-the-world stream; on Update it switches to the second
-// capture and sends every stream the types whose content changed.
+// to every stream (state of the world, or delta when the capture is of
+// delta responses); on Update it switches to the second capture and sends
+// every stream the types whose content changed.
 //
 // Whatever a run costs the floor is what ADS alone costs on this machine
 // (gRPC, HTTP/2 framing, the load tool sharing the CPU), so a benchmark
@@ -38,11 +39,37 @@ var typeOrder = []string{resource.ClusterType, resource.EndpointType, resource.L
 // Dump is one capture: a pre-serialized DiscoveryResponse per type URL.
 type Dump map[string]*xdswire.Frame
 
+// response is what the floor reads and rewrites in a captured response of
+// either protocol.
+type response interface {
+	proto.Message
+	GetTypeUrl() string
+}
+
+// newResponse returns an empty response of the protocol.
+func newResponse(delta bool) response {
+	if delta {
+		return &discoveryv3.DeltaDiscoveryResponse{}
+	}
+	return &discoveryv3.DiscoveryResponse{}
+}
+
+// setNonce sets a response's nonce, whichever the protocol.
+func setNonce(r response, nonce string) {
+	switch m := r.(type) {
+	case *discoveryv3.DiscoveryResponse:
+		m.Nonce = nonce
+	case *discoveryv3.DeltaDiscoveryResponse:
+		m.Nonce = nonce
+	}
+}
+
 // LoadDump reads a capture written by the load tool's --dump-dir (one of
-// its cold/ or update/ folders). Every response's nonce is replaced by
-// phase and type, so nonces differ between captures; the bytes are then
-// fixed for the server's life.
-func LoadDump(dir, phase string) (Dump, error) {
+// its cold/ or update/ folders): DiscoveryResponses, or with delta
+// DeltaDiscoveryResponses. Every response's nonce is replaced by phase and
+// type, so nonces differ between captures; the bytes are then fixed for
+// the server's life.
+func LoadDump(dir, phase string, delta bool) (Dump, error) {
 	d := Dump{}
 	for typeURL, name := range load.DumpFiles {
 		p := filepath.Join(dir, name)
@@ -50,15 +77,15 @@ func LoadDump(dir, phase string) (Dump, error) {
 		if err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
-		var resp discoveryv3.DiscoveryResponse
-		if err := proto.Unmarshal(b, &resp); err != nil {
+		resp := newResponse(delta)
+		if err := proto.Unmarshal(b, resp); err != nil {
 			return nil, fmt.Errorf("floor: %s: %w", p, err)
 		}
 		if resp.GetTypeUrl() != typeURL {
 			return nil, fmt.Errorf("floor: %s holds %s, want %s", p, resp.GetTypeUrl(), typeURL)
 		}
-		resp.Nonce = phase + "/" + name
-		out, err := proto.MarshalOptions{Deterministic: true}.Marshal(&resp)
+		setNonce(resp, phase+"/"+name)
+		out, err := proto.MarshalOptions{Deterministic: true}.Marshal(resp)
 		if err != nil {
 			return nil, fmt.Errorf("floor: %s: %w", p, err)
 		}
@@ -80,6 +107,8 @@ type Stats struct {
 // Server serves a Dump to every stream.
 type Server struct {
 	log *slog.Logger
+	// delta is the protocol of the dumps, and the one served.
+	delta bool
 
 	mu      sync.Mutex
 	current Dump
@@ -90,8 +119,9 @@ type Server struct {
 }
 
 // New returns a server serving cold, switching to update (if not nil) on
-// Update.
-func New(cold, update Dump, logger *slog.Logger) (*Server, error) {
+// Update, over state-of-the-world ADS, or over delta ADS with delta (the
+// dumps must then hold delta responses).
+func New(cold, update Dump, delta bool, logger *slog.Logger) (*Server, error) {
 	if len(cold) != len(typeOrder) {
 		return nil, errors.New("floor: the cold dump needs all four types")
 	}
@@ -100,7 +130,7 @@ func New(cold, update Dump, logger *slog.Logger) (*Server, error) {
 		// an update resends only what changed.
 		merged := Dump{}
 		for t, f := range update {
-			if c := cold[t]; c != nil && sameContent(c.Bytes, f.Bytes) {
+			if c := cold[t]; c != nil && sameContent(c.Bytes, f.Bytes, delta) {
 				f = c
 			}
 			merged[t] = f
@@ -110,35 +140,71 @@ func New(cold, update Dump, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{log: logger, current: cold, next: update, streams: map[chan struct{}]struct{}{}}, nil
+	return &Server{log: logger, delta: delta, current: cold, next: update, streams: map[chan struct{}]struct{}{}}, nil
 }
 
 // sameContent compares two responses without their nonces.
-func sameContent(a, b []byte) bool {
-	var ra, rb discoveryv3.DiscoveryResponse
-	if proto.Unmarshal(a, &ra) != nil || proto.Unmarshal(b, &rb) != nil {
+func sameContent(a, b []byte, delta bool) bool {
+	ra, rb := newResponse(delta), newResponse(delta)
+	if proto.Unmarshal(a, ra) != nil || proto.Unmarshal(b, rb) != nil {
 		return bytes.Equal(a, b)
 	}
-	ra.Nonce, rb.Nonce = "", ""
-	return proto.Equal(&ra, &rb)
+	setNonce(ra, "")
+	setNonce(rb, "")
+	return proto.Equal(ra, rb)
 }
 
 // Register adds the ADS service to g, which must use xdswire.Codec
-// (grpc.ForceServerCodecV2) so frames go out as they are. Delta ADS is
-// answered Unimplemented: the floor is state of the world only.
+// (grpc.ForceServerCodecV2) so frames go out as they are. The protocol the
+// dumps are not in is answered Unimplemented.
 func (s *Server) Register(g *grpc.Server) {
+	serve := func(delta bool) func(any, grpc.ServerStream) error {
+		return func(_ any, ss grpc.ServerStream) error {
+			if delta != s.delta {
+				return status.Errorf(codes.Unimplemented, "this floor server was loaded with %s dumps", protocol(s.delta))
+			}
+			return s.stream(ss)
+		}
+	}
 	g.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "envoy.service.discovery.v3.AggregatedDiscoveryService",
 		HandlerType: (*any)(nil),
 		Streams: []grpc.StreamDesc{
-			{StreamName: "StreamAggregatedResources", ClientStreams: true, ServerStreams: true,
-				Handler: func(_ any, ss grpc.ServerStream) error { return s.stream(ss) }},
-			{StreamName: "DeltaAggregatedResources", ClientStreams: true, ServerStreams: true,
-				Handler: func(any, grpc.ServerStream) error {
-					return status.Error(codes.Unimplemented, "the floor server speaks state-of-the-world ADS only")
-				}},
+			{StreamName: "StreamAggregatedResources", ClientStreams: true, ServerStreams: true, Handler: serve(false)},
+			{StreamName: "DeltaAggregatedResources", ClientStreams: true, ServerStreams: true, Handler: serve(true)},
 		},
 	}, s)
+}
+
+func protocol(delta bool) string {
+	if delta {
+		return "delta"
+	}
+	return "state-of-the-world"
+}
+
+// request is what the floor reads of a request of either protocol.
+type request struct {
+	typeURL, nonce, errorDetail string
+	nack                        bool
+}
+
+// recv reads the next request of the server's protocol.
+func (s *Server) recv(ss grpc.ServerStream) (request, error) {
+	if s.delta {
+		req := &discoveryv3.DeltaDiscoveryRequest{}
+		if err := ss.RecvMsg(req); err != nil {
+			return request{}, err
+		}
+		return request{typeURL: req.GetTypeUrl(), nonce: req.GetResponseNonce(),
+			nack: req.GetErrorDetail() != nil, errorDetail: req.GetErrorDetail().GetMessage()}, nil
+	}
+	req := &discoveryv3.DiscoveryRequest{}
+	if err := ss.RecvMsg(req); err != nil {
+		return request{}, err
+	}
+	return request{typeURL: req.GetTypeUrl(), nonce: req.GetResponseNonce(),
+		nack: req.GetErrorDetail() != nil, errorDetail: req.GetErrorDetail().GetMessage()}, nil
 }
 
 // Update switches to the update dump and tells every stream. It reports
@@ -188,12 +254,12 @@ func (s *Server) stream(ss grpc.ServerStream) error {
 		s.mu.Unlock()
 	}()
 
-	reqs := make(chan *discoveryv3.DiscoveryRequest)
+	reqs := make(chan request)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
-			req := &discoveryv3.DiscoveryRequest{}
-			if err := ss.RecvMsg(req); err != nil {
+			req, err := s.recv(ss)
+			if err != nil {
 				recvErr <- err
 				return
 			}
@@ -219,17 +285,17 @@ func (s *Server) stream(ss grpc.ServerStream) error {
 		case err := <-recvErr:
 			return err
 		case req := <-reqs:
-			t := req.GetTypeUrl()
+			t := req.typeURL
 			f := s.dump()[t]
 			if f == nil {
 				return status.Errorf(codes.InvalidArgument, "floor: no dump for type %q", t)
 			}
-			if req.GetErrorDetail() != nil {
+			if req.nack {
 				s.nacks.Add(1)
-				s.log.Warn("NACK", "type", t, "err", req.GetErrorDetail().GetMessage())
+				s.log.Warn("NACK", "type", t, "err", req.errorDetail)
 				continue
 			}
-			if req.GetResponseNonce() != "" && sent[t] != nil {
+			if req.nonce != "" && sent[t] != nil {
 				s.acks.Add(1)
 				// An ACK of the current frame, or a change of names while
 				// subscribed: the frame carries every resource already.

@@ -38,7 +38,7 @@ func writeDump(t *testing.T, dir, rdsVersion string) {
 func TestLoadDumpRewritesNonces(t *testing.T) {
 	dir := t.TempDir()
 	writeDump(t, dir, "r1")
-	d, err := LoadDump(dir, "cold")
+	d, err := LoadDump(dir, "cold", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestLoadDumpRewritesNonces(t *testing.T) {
 
 func TestLoadDumpErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := LoadDump(dir, "cold"); err == nil {
+	if _, err := LoadDump(dir, "cold", false); err == nil {
 		t.Error("empty folder accepted")
 	}
 	writeDump(t, dir, "r1")
@@ -67,7 +67,7 @@ func TestLoadDumpErrors(t *testing.T) {
 	writeDump(t, filepath.Join(dir, "x"), "r1")
 	b, _ := os.ReadFile(filepath.Join(dir, "x", "lds.pb"))
 	_ = os.WriteFile(filepath.Join(dir, "lds.pb"), b, 0o644)
-	if _, err := LoadDump(dir, "cold"); err == nil {
+	if _, err := LoadDump(dir, "cold", false); err == nil {
 		t.Error("mismatched type accepted")
 	}
 }
@@ -76,15 +76,15 @@ func TestUpdateSharesUnchangedFrames(t *testing.T) {
 	root := t.TempDir()
 	writeDump(t, filepath.Join(root, "cold"), "r1")
 	writeDump(t, filepath.Join(root, "update"), "r2")
-	cold, err := LoadDump(filepath.Join(root, "cold"), "cold")
+	cold, err := LoadDump(filepath.Join(root, "cold"), "cold", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	update, err := LoadDump(filepath.Join(root, "update"), "update")
+	update, err := LoadDump(filepath.Join(root, "update"), "update", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(cold, update, nil)
+	s, err := New(cold, update, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestUpdateSharesUnchangedFrames(t *testing.T) {
 			t.Errorf("%s: frame shared with cold = %v, want %v", typeURL, same, want)
 		}
 	}
-	if _, err := New(Dump{}, nil, nil); err == nil {
+	if _, err := New(Dump{}, nil, false, nil); err == nil {
 		t.Error("empty cold dump accepted")
 	}
 }

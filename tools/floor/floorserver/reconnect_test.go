@@ -70,7 +70,7 @@ func routesDump(t *testing.T, version, prefix string) Dump {
 
 func serve(t *testing.T, l net.Listener, d Dump) *grpc.Server {
 	t.Helper()
-	s, err := New(d, nil, nil)
+	s, err := New(d, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

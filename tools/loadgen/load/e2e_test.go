@@ -76,12 +76,19 @@ func checkConverged(t *testing.T, rep *load.Report) {
 	}
 }
 
-func TestPilotSotWThenFloor(t *testing.T) {
+func TestPilotSotWThenFloor(t *testing.T) { pilotThenFloor(t, false) }
+
+func TestPilotDeltaThenFloor(t *testing.T) { pilotThenFloor(t, true) }
+
+// pilotThenFloor runs the load against pilot-discovery, capturing its
+// responses, and then against the floor serving that capture, in one
+// protocol.
+func pilotThenFloor(t *testing.T, delta bool) {
 	dir := t.TempDir()
 	addr := startPilot(t, dir)
 	dumps := filepath.Join(t.TempDir(), "dumps")
 	rep, err := load.Run(context.Background(), load.Options{
-		Address: addr, Gateways: gateways, Timeout: time.Minute, Validate: true, DumpDir: dumps,
+		Address: addr, Gateways: gateways, Delta: delta, Timeout: time.Minute, Validate: true, DumpDir: dumps,
 		UpdatePrefix: workload.UpdatePrefix,
 		Trigger: func(context.Context) error {
 			return workload.WriteUpdate(dir, 3, services, workload.UpdatePrefix)
@@ -98,15 +105,15 @@ func TestPilotSotWThenFloor(t *testing.T) {
 	}
 
 	// The floor serves the captured responses the same way.
-	cold, err := floorserver.LoadDump(filepath.Join(dumps, "cold"), "cold")
+	cold, err := floorserver.LoadDump(filepath.Join(dumps, "cold"), "cold", delta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	update, err := floorserver.LoadDump(filepath.Join(dumps, "update"), "update")
+	update, err := floorserver.LoadDump(filepath.Join(dumps, "update"), "update", delta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := floorserver.New(cold, update, nil)
+	fs, err := floorserver.New(cold, update, delta, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +126,7 @@ func TestPilotSotWThenFloor(t *testing.T) {
 	go func() { _ = g.Serve(l) }()
 	defer g.Stop()
 	frep, err := load.Run(context.Background(), load.Options{
-		Address: l.Addr().String(), Gateways: gateways, Timeout: time.Minute, Validate: true,
+		Address: l.Addr().String(), Gateways: gateways, Delta: delta, Timeout: time.Minute, Validate: true,
 		UpdatePrefix: workload.UpdatePrefix,
 		Trigger: func(context.Context) error {
 			if !fs.Update() {
@@ -145,27 +152,8 @@ func TestPilotSotWThenFloor(t *testing.T) {
 	}
 }
 
-func TestPilotDelta(t *testing.T) {
-	dir := t.TempDir()
-	addr := startPilot(t, dir)
-	rep, err := load.Run(context.Background(), load.Options{
-		Address: addr, Gateways: gateways, Delta: true, Timeout: time.Minute, Validate: true,
-		UpdatePrefix: workload.UpdatePrefix,
-		Trigger: func(context.Context) error {
-			return workload.WriteUpdate(dir, 0, services, workload.UpdatePrefix)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Unimplemented {
-		t.Skip("the server does not serve delta xDS yet")
-	}
-	checkConverged(t, rep)
-}
-
 func TestFloorRefusesDelta(t *testing.T) {
-	fs, err := floorserver.New(fakeDump(), nil, nil)
+	fs, err := floorserver.New(fakeDump(), nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

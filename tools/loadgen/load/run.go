@@ -42,10 +42,10 @@ type Options struct {
 	Validate bool
 	// EagerLDS requests LDS with CDS instead of after the endpoints warmed.
 	EagerLDS bool
-	// DumpDir, if set (state of the world only), receives gateway 0's last
-	// ACKed response of each type as serialized DiscoveryResponses: in
-	// DumpDir/cold after cold convergence, DumpDir/update after the update.
-	// The floor server serves these.
+	// DumpDir, if set, receives gateway 0's last ACKed response of each
+	// type as serialized DiscoveryResponses (DeltaDiscoveryResponses with
+	// Delta): in DumpDir/cold after cold convergence, DumpDir/update after
+	// the update. The floor server serves these.
 	DumpDir string
 	// BackoffBase and BackoffMax are the reconnect backoff: a failed stream
 	// is retried after a random delay below min(BackoffMax, BackoffBase*2^n)
@@ -79,9 +79,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Trigger != nil && o.UpdatePrefix == "" {
 		return o, errors.New("load: UpdatePrefix is required with Trigger")
-	}
-	if o.Delta && o.DumpDir != "" {
-		return o, errors.New("load: DumpDir is only supported for state of the world")
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Minute
