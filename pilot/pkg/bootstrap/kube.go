@@ -19,6 +19,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	kuberegistry "github.com/wayfinder-dev/wayfinder/pilot/pkg/serviceregistry/kube"
+	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -100,7 +101,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	if err != nil {
 		return nil, nil, fmt.Errorf("istio client: %w", err)
 	}
-	namespaces := crdclient.NormalizeNamespaces(opts.WatchNamespaces)
+	namespaces := kubeutil.NormalizeNamespaces(opts.WatchNamespaces)
 	if len(namespaces) == 1 && namespaces[0] == "" {
 		namespaces = nil
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -122,7 +123,7 @@ func New(opts Options) (*Controller, error) {
 		c.queue = queue.New(queue.Options{Clock: opts.Clock, Logger: opts.Logger})
 		c.ownQueue = true
 	}
-	for _, ns := range normalizeNamespaces(opts.Namespaces) {
+	for _, ns := range kubeutil.NormalizeNamespaces(opts.Namespaces) {
 		set, err := c.newInformerSet(ns)
 		if err != nil {
 			return nil, err
@@ -130,21 +131,6 @@ func New(opts Options) (*Controller, error) {
 		c.sets[ns] = set
 	}
 	return c, nil
-}
-
-func normalizeNamespaces(in []string) []string {
-	var out []string
-	for _, ns := range in {
-		if ns != "" {
-			out = append(out, ns)
-		}
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) == 0 {
-		return []string{""}
-	}
-	return out
 }
 
 // Services returns every Service, sorted by hostname. The slice and the

@@ -37,6 +37,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -152,7 +153,7 @@ func New(opts Options) (*Controller, error) {
 		c.queue = queue.New(queue.Options{Clock: opts.Clock, Logger: opts.Logger})
 		c.ownQueue = true
 	}
-	namespaces := NormalizeNamespaces(opts.Namespaces)
+	namespaces := kubeutil.NormalizeNamespaces(opts.Namespaces)
 	for _, ns := range namespaces {
 		f := externalversions.NewSharedInformerFactoryWithOptions(opts.Client, opts.ResyncPeriod, externalversions.WithNamespace(ns))
 		c.factories = append(c.factories, f)
@@ -165,23 +166,6 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	return c, nil
-}
-
-// NormalizeNamespaces sorts and deduplicates namespaces, dropping empty
-// entries; none left means all namespaces ("").
-func NormalizeNamespaces(in []string) []string {
-	var out []string
-	for _, ns := range in {
-		if ns != "" {
-			out = append(out, ns)
-		}
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) == 0 {
-		return []string{""}
-	}
-	return out
 }
 
 // Get returns the object or nil. The result shares the stored spec, which

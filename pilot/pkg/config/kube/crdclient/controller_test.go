@@ -287,14 +287,8 @@ func TestForbiddenNamespaceIsReportedAndOthersServed(t *testing.T) {
 	}
 }
 
-func TestNewRejectsMissingClientAndNormalizesNamespaces(t *testing.T) {
+func TestNewRejectsMissingClient(t *testing.T) {
 	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "Client") {
 		t.Fatalf("New without client: %v", err)
-	}
-	if got := NormalizeNamespaces([]string{"b", "", "a", "b"}); !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("NormalizeNamespaces = %q", got)
-	}
-	if got := NormalizeNamespaces(nil); !slices.Equal(got, []string{""}) {
-		t.Errorf("NormalizeNamespaces(nil) = %q", got)
 	}
 }
