@@ -189,7 +189,7 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	// was half of a push): the same name set as answered, and a set with
 	// the same version, which hashes every (name, content hash) pair.
 	sameContent := cur == ts.sent || cur.version == ts.sent.version
-	if sameContent && sameNameSet(names, ts.sentNames) {
+	if sameContent && sameMap(names, ts.sentNames) {
 		return false
 	}
 	for n := range names {
@@ -209,10 +209,11 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	return false
 }
 
-// sameNameSet reports whether a and b are the same map. A subscription's
-// name set is replaced, never changed, by later requests, so the same map
-// means the same names.
-func sameNameSet(a, b map[string]struct{}) bool {
+// sameMap reports whether a and b are the same map (not equal maps). A
+// SotW subscription's name set is replaced, never changed, by later
+// requests, so the same map means the same names; for delta version maps
+// see deltaUnchanged.
+func sameMap[K comparable, V any](a, b map[K]V) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
@@ -321,7 +322,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 // guard.
 func deltaUnchanged(ts *typeStatus, known map[string]string, cur *typeSet) bool {
 	b := ts.deltaBuilt
-	if b == nil || len(known) != b.n || reflect.ValueOf(known).UnsafePointer() != reflect.ValueOf(b.next).UnsafePointer() {
+	if b == nil || len(known) != b.n || !sameMap(known, b.next) {
 		return false
 	}
 	return cur == b.set || cur.version == b.set.version

@@ -32,7 +32,7 @@ func TestSotwShouldRespondNamedShortcut(t *testing.T) {
 	if sotwShouldRespond(ts, req, same, false, equal) {
 		t.Error("answered a request for the same names and content")
 	}
-	if !sameNameSet(ts.sentNames, equal) {
+	if !sameMap(ts.sentNames, equal) {
 		t.Error("an equal name set was not kept as the record")
 	}
 	if !sotwShouldRespond(ts, req, changed, false, equal) {
@@ -42,7 +42,7 @@ func TestSotwShouldRespondNamedShortcut(t *testing.T) {
 	if sotwShouldRespond(ts, req, same, false, subset) {
 		t.Error("answered a request for fewer names with nothing changed")
 	}
-	if sameNameSet(ts.sentNames, subset) {
+	if sameMap(ts.sentNames, subset) {
 		t.Error("a smaller name set replaced the record")
 	}
 	if !sotwShouldRespond(ts, req, same, false, nameSet("a", "b", "c")) {
