@@ -113,9 +113,12 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 		defer buf.Free()
-		if shared.unmarshalRequest(buf.ReadOnlyData(), v.(gproto.Message)) {
+		m := v.(gproto.Message)
+		if shared.unmarshalRequest(buf.ReadOnlyData(), m) {
 			return nil
 		}
+		// Decoded here as gRPC's codec would, from the bytes already joined.
+		return gproto.Unmarshal(buf.ReadOnlyData(), m)
 	}
 	return c.Base.Unmarshal(data, v)
 }
