@@ -23,6 +23,7 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -184,27 +185,19 @@ func protocol(delta bool) string {
 }
 
 // request is what the floor reads of a request of either protocol.
-type request struct {
-	typeURL, nonce, errorDetail string
-	nack                        bool
+type request interface {
+	proto.Message
+	GetTypeUrl() string
+	GetResponseNonce() string
+	GetErrorDetail() *statuspb.Status
 }
 
-// recv reads the next request of the server's protocol.
-func (s *Server) recv(ss grpc.ServerStream) (request, error) {
+// newRequest returns an empty request of the server's protocol.
+func (s *Server) newRequest() request {
 	if s.delta {
-		req := &discoveryv3.DeltaDiscoveryRequest{}
-		if err := ss.RecvMsg(req); err != nil {
-			return request{}, err
-		}
-		return request{typeURL: req.GetTypeUrl(), nonce: req.GetResponseNonce(),
-			nack: req.GetErrorDetail() != nil, errorDetail: req.GetErrorDetail().GetMessage()}, nil
+		return &discoveryv3.DeltaDiscoveryRequest{}
 	}
-	req := &discoveryv3.DiscoveryRequest{}
-	if err := ss.RecvMsg(req); err != nil {
-		return request{}, err
-	}
-	return request{typeURL: req.GetTypeUrl(), nonce: req.GetResponseNonce(),
-		nack: req.GetErrorDetail() != nil, errorDetail: req.GetErrorDetail().GetMessage()}, nil
+	return &discoveryv3.DiscoveryRequest{}
 }
 
 // Update switches to the update dump and tells every stream. It reports
@@ -258,8 +251,8 @@ func (s *Server) stream(ss grpc.ServerStream) error {
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
-			req, err := s.recv(ss)
-			if err != nil {
+			req := s.newRequest()
+			if err := ss.RecvMsg(req); err != nil {
 				recvErr <- err
 				return
 			}
@@ -285,17 +278,17 @@ func (s *Server) stream(ss grpc.ServerStream) error {
 		case err := <-recvErr:
 			return err
 		case req := <-reqs:
-			t := req.typeURL
+			t := req.GetTypeUrl()
 			f := s.dump()[t]
 			if f == nil {
 				return status.Errorf(codes.InvalidArgument, "floor: no dump for type %q", t)
 			}
-			if req.nack {
+			if req.GetErrorDetail() != nil {
 				s.nacks.Add(1)
-				s.log.Warn("NACK", "type", t, "err", req.errorDetail)
+				s.log.Warn("NACK", "type", t, "err", req.GetErrorDetail().GetMessage())
 				continue
 			}
-			if req.nonce != "" && sent[t] != nil {
+			if req.GetResponseNonce() != "" && sent[t] != nil {
 				s.acks.Add(1)
 				// An ACK of the current frame, or a change of names while
 				// subscribed: the frame carries every resource already.
