@@ -22,11 +22,10 @@ type pushState struct {
 	push *model.PushContext
 	// clusters and endpoints are shared by every gateway view of the push.
 	clusters, endpoints *typeSet
-	// errors are the push context's and the service translation's.
-	errors []*config.Error
 	// serviceErrors are those of the last service translation (clusters
 	// and endpoints) and endpointErrors those of an endpoints-only push
-	// since, kept for pushes that reuse them.
+	// since, kept for pushes that reuse them; with the push context's and
+	// the groups' they are the push's errors (translationErrors).
 	serviceErrors, endpointErrors []*config.Error
 	// endpointsOnly marks a push that rebuilt load assignments alone.
 	endpointsOnly bool
@@ -75,7 +74,6 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		s.intern.rotate(ldsIdx, rdsIdx, sdsIdx)
 		st = &pushState{push: pc, groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
 			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors}
-		st.errors = slices.Concat(pc.Errors, st.serviceErrors, st.endpointErrors)
 	case full:
 		svc, err := s.buildServices(pc)
 		if err != nil {
@@ -87,7 +85,6 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		s.intern.rotate(cdsIdx, edsIdx, ldsIdx, rdsIdx, sdsIdx)
 		st = &pushState{push: pc, groups: map[string]*group{}}
 		st.clusters, st.endpoints, st.serviceErrors = serviceResources(s.intern, "", svc)
-		st.errors = slices.Concat(pc.Errors, st.serviceErrors)
 	}
 
 	// New proxies cannot register while pushMu is held, so this list is
@@ -147,8 +144,7 @@ func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState) 
 	// endpoint problems found now replace those of earlier endpoints-only
 	// pushes (deduplicated when shown).
 	st := &pushState{push: pc, clusters: prev.clusters, endpoints: endpoints, endpointsOnly: true,
-		serviceErrors: prev.serviceErrors, endpointErrors: errs,
-		errors: slices.Concat(pc.Errors, prev.serviceErrors, errs), groups: make(map[string]*group, len(prev.groups))}
+		serviceErrors: prev.serviceErrors, endpointErrors: errs, groups: make(map[string]*group, len(prev.groups))}
 	for key, g := range prev.groups {
 		ng := *g
 		if g.key == proxylessKey {
@@ -346,7 +342,7 @@ func (s *DiscoveryServer) translationErrors(st *pushState) []*config.Error {
 		return nil
 	}
 	s.mu.Lock()
-	all := slices.Clone(st.errors)
+	all := slices.Concat(st.push.Errors, st.serviceErrors, st.endpointErrors)
 	for _, key := range slices.Sorted(maps.Keys(st.groups)) {
 		all = append(all, st.groups[key].errors...)
 	}
