@@ -33,6 +33,10 @@ type Proxy struct {
 	ClusterID string
 	// Generator is the GENERATOR metadata ("grpc" for proxyless gRPC).
 	Generator string
+	// Identity is what the client proved on an authenticated port; nil
+	// on the plaintext port. Secrets are only ever sent to a proxy with an
+	// Identity (see the secure ADS port).
+	Identity *Identity
 }
 
 // ParseProxy reads a node's identity. An id that is not in Istio's form is

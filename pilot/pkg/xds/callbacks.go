@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -70,7 +71,7 @@ func (s *DiscoveryServer) openStream(ctx context.Context, key streamKey, typeURL
 	if typeURL != resource.AnyType {
 		return grpcstatus.Errorf(codes.Unimplemented, "only aggregated discovery (ADS) is served, not %s", typeURL)
 	}
-	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}}
+	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}, identity: model.IdentityFrom(ctx)}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		st.peer = p.Addr.String()
 	}
@@ -123,6 +124,11 @@ func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typ
 			s.log.Warn("ADS stream rejected: invalid node", "node", node.GetId(), "peer", st.peer, "err", err)
 			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", node.GetId(), err)
 		}
+		if err := checkClaims(proxy, node, st.identity); err != nil {
+			s.log.Warn("ADS stream rejected: node claims another identity", "node", node.GetId(), "peer", st.peer, "identity", st.identity.String(), "err", err)
+			return err
+		}
+		proxy.Identity = st.identity
 		s.connect(st, proxy)
 		s.mu.Lock()
 	}
@@ -247,4 +253,26 @@ func (s *DiscoveryServer) recordNackLocked(st *streamState, ts *typeStatus, vers
 	}
 	s.log.Warn("proxy rejected config (NACK)", "proxy", p.proxy.ID, "type", shortType(ts.typeURL), "version", v,
 		"keeps", keeps, "delta", st.key.delta, "error", detail.GetMessage())
+}
+
+// checkClaims refuses a proxy whose claimed namespace (node id and NAMESPACE
+// metadata) is not the namespace it authenticated as. Unauthenticated
+// streams (plaintext port) are not checked here: they never get secrets.
+func checkClaims(proxy *model.Proxy, node *core.Node, id *model.Identity) error {
+	if id == nil {
+		return nil
+	}
+	claimed := []string{proxy.Namespace}
+	if parts := strings.Split(node.GetId(), "~"); len(parts) == 4 {
+		if _, ns, ok := strings.Cut(parts[2], "."); ok {
+			claimed = append(claimed, ns)
+		}
+	}
+	for _, ns := range claimed {
+		if ns != id.Namespace {
+			return grpcstatus.Errorf(codes.PermissionDenied, "node %q claims namespace %q but authenticated as %s in namespace %q",
+				node.GetId(), ns, id.String(), id.Namespace)
+		}
+	}
+	return nil
 }

@@ -43,6 +43,9 @@ type streamState struct {
 	key      streamKey
 	peer     string
 	openedAt time.Time
+	// identity is what the client proved on the secure port (from the
+	// stream's context); nil on the plaintext port.
+	identity *model.Identity
 	// proxy is nil until the stream's first request has been parsed.
 	proxy *proxyState
 	// types is the protocol state per type URL.
