@@ -21,13 +21,24 @@ func CredentialCASecretName(credentialName string) string {
 	return "kubernetes://" + credentialName + "-cacert"
 }
 
+// SystemCABundle is the proxy's system root certificate bundle, which
+// upstream TLS verifies against when a DestinationRule names no CA. istiod
+// 1.29 sends the SDS resource "file-root:system" for that
+// (cluster_tls.go constructUpstreamTLS), which its agent serves from the
+// first OS bundle it finds, this path on Istio's and Envoy's Debian-based
+// images (pkg/security GetOSRootFilePath). Wayfinder's gateways run without
+// an agent, so Envoy is given the file directly.
+const SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
 // applyTLS originates TLS for the policy's tls settings. Only SIMPLE is
 // supported; MUTUAL and ISTIO_MUTUAL are reported and the cluster stays
 // plaintext. Settings Envoy would reject are reported with drop set: the
 // cluster must then not be built, since plaintext is not what was asked
-// for. As in Istio, SIMPLE with neither caCertificates nor
-// credentialName does not verify the server; with one of them it verifies
-// the chain and, when subjectAltNames are given, the names.
+// for. As in istiod 1.29, SIMPLE verifies the server's chain against
+// caCertificates, a credentialName's CA, or else the system roots, and the
+// names when subjectAltNames are given; only insecureSkipVerify turns
+// verification off. TLS 1.2 to 1.3 is offered (istiod's
+// defaultUpstreamCommonTLSContext; Envoy's client default stops at 1.2).
 func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host string) (err *config.Error, drop bool) {
 	tls := pol.TLS
 	switch tls.GetMode() {
@@ -37,7 +48,10 @@ func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host str
 	default:
 		return pol.Error(pol.TLSField+".mode", "TLS mode %s is not supported yet; requests to %s are sent without TLS", tls.GetMode(), host), false
 	}
-	common := &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2}}
+	common := &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{
+		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
+		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+	}}
 	verify := !tls.GetInsecureSkipVerify().GetValue()
 	sans := sanMatchers(tls.GetSubjectAltNames())
 	verifying := false
@@ -53,9 +67,13 @@ func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host str
 					Name: CredentialCASecretName(tls.GetCredentialName()), SdsConfig: adsConfigSource()},
 			}}
 		verifying = true
-	case tls.GetCaCertificates() != "":
+	default:
+		ca := tls.GetCaCertificates()
+		if ca == "" {
+			ca = SystemCABundle
+		}
 		vc := &tlsv3.CertificateValidationContext{
-			TrustedCa:                 &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: tls.GetCaCertificates()}},
+			TrustedCa:                 &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: ca}},
 			MatchTypedSubjectAltNames: sans,
 		}
 		if crl := tls.GetCaCrl(); crl != "" {

@@ -70,14 +70,31 @@ func TestTLSSimpleCredentialAndUnverified(t *testing.T) {
 		t.Errorf("no sni and verification on: want auto_sni and auto_san_validation, got %v", up)
 	}
 
-	for _, host := range []string{"open.example.com", "skip.example.com"} {
-		c := get(t, cs, "outbound|80||"+host)
-		common := tlsContext(t, c).GetCommonTlsContext()
-		if common.GetValidationContextType() != nil {
-			t.Errorf("%s: SIMPLE without a CA (or with insecureSkipVerify) must not verify: %v", host, common.GetValidationContextType())
-		}
-		if up := httpOpts(t, c).GetUpstreamHttpProtocolOptions(); !up.GetAutoSni() || up.GetAutoSanValidation() {
-			t.Errorf("%s: want auto_sni without SAN validation, got %v", host, up)
+	// SIMPLE without a CA verifies against the system roots, as istiod
+	// 1.29 does (SDS "file-root:system" there, the bundle's file here),
+	// and checks the certificate against the request's host.
+	open := get(t, cs, "outbound|80||open.example.com")
+	common := tlsContext(t, open).GetCommonTlsContext()
+	if ca := common.GetValidationContext().GetTrustedCa().GetFilename(); ca != SystemCABundle {
+		t.Errorf("open.example.com: SIMPLE without a CA must trust the system bundle %s, got %v", SystemCABundle, common.GetValidationContextType())
+	}
+	if up := httpOpts(t, open).GetUpstreamHttpProtocolOptions(); !up.GetAutoSni() || !up.GetAutoSanValidation() {
+		t.Errorf("open.example.com: want auto_sni and auto_san_validation, got %v", up)
+	}
+	// insecureSkipVerify alone turns verification off.
+	skip := get(t, cs, "outbound|80||skip.example.com")
+	if vc := tlsContext(t, skip).GetCommonTlsContext().GetValidationContextType(); vc != nil {
+		t.Errorf("skip.example.com: insecureSkipVerify must not verify: %v", vc)
+	}
+	if up := httpOpts(t, skip).GetUpstreamHttpProtocolOptions(); !up.GetAutoSni() || up.GetAutoSanValidation() {
+		t.Errorf("skip.example.com: want auto_sni without SAN validation, got %v", up)
+	}
+	// Every SIMPLE context offers TLS 1.2 to 1.3 (istiod's
+	// defaultUpstreamCommonTLSContext).
+	for _, c := range []string{"creds", "open", "skip"} {
+		p := tlsContext(t, get(t, cs, "outbound|80||"+c+".example.com")).GetCommonTlsContext().GetTlsParams()
+		if p.GetTlsMinimumProtocolVersion() != tlsv3.TlsParameters_TLSv1_2 || p.GetTlsMaximumProtocolVersion() != tlsv3.TlsParameters_TLSv1_3 {
+			t.Errorf("%s: TLS params %v, want 1.2 to 1.3", c, p)
 		}
 	}
 }

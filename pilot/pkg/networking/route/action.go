@@ -17,9 +17,13 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
-// maxDirectResponseBody is Envoy's default limit on inline direct response
-// bodies; a larger one makes Envoy reject the route configuration.
-const maxDirectResponseBody = 4096
+// MaxDirectResponseBody is the limit on inline direct response bodies that
+// every gateway RouteConfiguration sets (max_direct_response_body_size_bytes),
+// istiod 1.29's DefaultMaxDirectResponseBodySizeBytes (1 MiB, also its
+// webhook's limit) in place of Envoy's 4 KiB default. Envoy rejects a whole
+// route configuration holding a larger body, so such a route is reported and
+// left out instead.
+const MaxDirectResponseBody = 1 << 20
 
 // routeContext is what an HTTP route's translation depends on besides the
 // route itself.
@@ -300,8 +304,12 @@ func mirrorPercent(in *networking.HTTPRoute) *corev3.RuntimeFractionalPercent {
 }
 
 func mirrorPolicy(cluster string, pct *corev3.RuntimeFractionalPercent) *routev3.RouteAction_RequestMirrorPolicy {
-	// Mirrored requests do not force trace sampling (Istio's choice).
-	return &routev3.RouteAction_RequestMirrorPolicy{Cluster: cluster, RuntimeFraction: pct, TraceSampled: wrapperspb.Bool(false)}
+	// Mirrored requests do not force trace sampling, and keep their Host:
+	// Envoy would append "-shadow" to it, which istiod 1.29 turns off
+	// (DISABLE_SHADOW_HOST_SUFFIX, default true; route.go
+	// TranslateRequestMirrorPolicy).
+	return &routev3.RouteAction_RequestMirrorPolicy{Cluster: cluster, RuntimeFraction: pct, TraceSampled: wrapperspb.Bool(false),
+		DisableShadowHostSuffixAppend: true}
 }
 
 // translateRedirect builds a redirect. A port taken from the request is
@@ -365,13 +373,13 @@ func translateDirectResponse(in *networking.HTTPDirectResponse, field string, p 
 	switch b := in.GetBody().GetSpecifier().(type) {
 	case *networking.HTTPBody_String_:
 		out.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: b.String_}}
-		if len(b.String_) > maxDirectResponseBody {
-			p.errorf(field+".body.string", "%d bytes is over Envoy's %d byte limit", len(b.String_), maxDirectResponseBody)
+		if len(b.String_) > MaxDirectResponseBody {
+			p.errorf(field+".body.string", "%d bytes is over Envoy's %d byte limit", len(b.String_), MaxDirectResponseBody)
 		}
 	case *networking.HTTPBody_Bytes:
 		out.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: b.Bytes}}
-		if len(b.Bytes) > maxDirectResponseBody {
-			p.errorf(field+".body.bytes", "%d bytes is over Envoy's %d byte limit", len(b.Bytes), maxDirectResponseBody)
+		if len(b.Bytes) > MaxDirectResponseBody {
+			p.errorf(field+".body.bytes", "%d bytes is over Envoy's %d byte limit", len(b.Bytes), MaxDirectResponseBody)
 		}
 	}
 	return out

@@ -209,9 +209,10 @@ func TestTimeoutAndRetries(t *testing.T) {
 		return []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts",
 			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: a}}}
 	}
+	// istiod 1.29 retry.go DefaultPolicy: no retriable status code.
 	istioDefault := &routev3.RetryPolicy{
 		RetryOn: "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes", NumRetries: wrapperspb.UInt32(2),
-		RetriableStatusCodes: []uint32{503}, RetryHostPredicate: previousHosts(), HostSelectionRetryMaxAttempts: 5,
+		RetryHostPredicate: previousHosts(), HostSelectionRetryMaxAttempts: 5,
 	}
 	cases := []struct {
 		name, http string
@@ -222,7 +223,7 @@ func TestTimeoutAndRetries(t *testing.T) {
 		{"timeout", "timeout: 3s", &durationpb.Duration{Seconds: 3}, istioDefault},
 		{"retries disabled", "retries: {attempts: 0}", durationpb.New(0), nil},
 		{"attempts and per-try timeout", "retries: {attempts: 5, perTryTimeout: 0.5s}", durationpb.New(0), &routev3.RetryPolicy{
-			RetryOn: istioDefault.RetryOn, NumRetries: wrapperspb.UInt32(5), RetriableStatusCodes: []uint32{503},
+			RetryOn: istioDefault.RetryOn, NumRetries: wrapperspb.UInt32(5),
 			PerTryTimeout: &durationpb.Duration{Nanos: 500000000}, RetryHostPredicate: previousHosts(), HostSelectionRetryMaxAttempts: 5}},
 		{"retryOn with status codes", `retries: {attempts: 3, retryOn: "gateway-error,connect-failure,503,429"}`, durationpb.New(0), &routev3.RetryPolicy{
 			RetryOn: "gateway-error,connect-failure,retriable-status-codes", NumRetries: wrapperspb.UInt32(3), RetriableStatusCodes: []uint32{503, 429},
@@ -251,7 +252,8 @@ func TestTimeoutAndRetries(t *testing.T) {
 
 func TestMirrors(t *testing.T) {
 	mirror := func(cluster string, pct *typev3.FractionalPercent) *routev3.RouteAction_RequestMirrorPolicy {
-		return &routev3.RouteAction_RequestMirrorPolicy{Cluster: cluster, RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: pct}, TraceSampled: wrapperspb.Bool(false)}
+		return &routev3.RouteAction_RequestMirrorPolicy{Cluster: cluster, RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: pct}, TraceSampled: wrapperspb.Bool(false),
+			DisableShadowHostSuffixAppend: true}
 	}
 	cases := []struct {
 		name, http string

@@ -161,6 +161,11 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 		// Clusters come from another resource type and may arrive later;
 		// Envoy must not reject routes to ones it does not know yet.
 		ValidateClusters: wrapperspb.Bool(false),
+		// istiod 1.29's gateway defaults (gateway.go
+		// buildGatewayHTTPRouteConfig): hosts match whatever port the Host
+		// header carries, and direct responses may be up to 1 MiB.
+		IgnorePortInHostMatching:       true,
+		MaxDirectResponseBodySizeBytes: wrapperspb.UInt32(MaxDirectResponseBody),
 	}
 }
 
@@ -195,7 +200,7 @@ func assembleVirtualHost(vh *virtualHost, port uint32, r *reporter) *routev3.Vir
 	}
 	out := &routev3.VirtualHost{
 		Name:    virtualHostName(vh.host, port),
-		Domains: virtualHostDomains(vh.host, port),
+		Domains: virtualHostDomains(vh.host),
 		// Lets upstreams see retries (x-envoy-attempt-count), as Istio does.
 		IncludeRequestAttemptCount: true,
 	}

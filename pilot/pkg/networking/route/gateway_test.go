@@ -24,7 +24,7 @@ func TestBasicBinding(t *testing.T) {
 		t.Errorf("route config name %q validate_clusters %v; want http.80 and explicit false", rc.GetName(), rc.GetValidateClusters())
 	}
 	vh := vhost(t, rc, "bookinfo.com:80")
-	if !slices.Equal(vh.GetDomains(), []string{"bookinfo.com", "bookinfo.com:*"}) {
+	if !slices.Equal(vh.GetDomains(), []string{"bookinfo.com"}) {
 		t.Errorf("domains = %v", vh.GetDomains())
 	}
 	if !vh.GetIncludeRequestAttemptCount() || vh.GetRequireTls() != routev3.VirtualHost_NONE {
@@ -107,7 +107,7 @@ func TestWildcardVirtualHostDomains(t *testing.T) {
 	if d := vhost(t, rc, "*:80").GetDomains(); !slices.Equal(d, []string{"*"}) {
 		t.Errorf("* domains = %v", d)
 	}
-	if d := vhost(t, rc, "*.example.com:80").GetDomains(); !slices.Equal(d, []string{"*.example.com", "*.example.com:80"}) {
+	if d := vhost(t, rc, "*.example.com:80").GetDomains(); !slices.Equal(d, []string{"*.example.com"}) {
 		t.Errorf("*.example.com domains = %v", d)
 	}
 }
@@ -119,8 +119,14 @@ func TestBlackholeWhenNothingBound(t *testing.T) {
 		Name:             "http.80",
 		VirtualHosts:     []*routev3.VirtualHost{{Name: "blackhole:80", Domains: []string{"*"}}},
 		ValidateClusters: rc.GetValidateClusters(),
+		// istiod 1.29's gateway route configuration defaults.
+		IgnorePortInHostMatching:       true,
+		MaxDirectResponseBodySizeBytes: rc.GetMaxDirectResponseBodySizeBytes(),
 	}
 	protoEqual(t, "route config", rc, want)
+	if got := rc.GetMaxDirectResponseBodySizeBytes().GetValue(); got != 1<<20 {
+		t.Errorf("max_direct_response_body_size_bytes = %d, want istiod's 1 MiB", got)
+	}
 }
 
 func TestHTTPSRedirect(t *testing.T) {

@@ -92,20 +92,16 @@ func virtualHostName(host string, port uint32) string {
 	return host + ":" + strconv.FormatUint(uint64(port), 10)
 }
 
-// virtualHostDomains lists the Host header values a virtual host answers:
-// the name with and without a port, so "foo.com:8080" behind a load balancer
-// still matches. Envoy allows one wildcard per domain, so a wildcard name
-// gets the listener's port instead of "*"; "*" alone covers everything.
-func virtualHostDomains(host string, port uint32) []string {
-	switch {
-	case host == "*":
-		return []string{"*"}
-	case isWildcard(host):
-		return []string{host, virtualHostName(host, port)}
-	default:
-		if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
-			return []string{host, "[" + host + "]:*"}
-		}
-		return []string{host, host + ":*"}
+// virtualHostDomains lists the Host header values a virtual host answers.
+// As istiod 1.29 does for gateways (gateway.go buildGatewayHTTPRouteConfig),
+// that is the host alone: the route configuration sets
+// ignore_port_in_host_matching, so Envoy drops any port from the Host header
+// before matching and "foo.com:8080" and "*.foo.com:31380" match too, for
+// every host and wildcard alike. An IPv6 literal also gets its bracketed
+// form, which is what is left of "[::1]:80" once the port is dropped.
+func virtualHostDomains(host string) []string {
+	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+		return []string{host, "[" + host + "]"}
 	}
+	return []string{host}
 }

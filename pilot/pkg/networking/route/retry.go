@@ -12,8 +12,11 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 )
 
-// Istio's retry defaults, applied when a route sets no retries and used as
-// the base a route's retries override.
+// Istio's retry defaults (istiod 1.29, pilot/pkg/networking/core/route/
+// retry/retry.go), applied when a route sets no retries and used as the base
+// a route's retries override. The default names no HTTP status code: a 503
+// from the upstream is not retried unless the VirtualService asks, so a
+// non-idempotent request is not replayed after the upstream handled it.
 const (
 	defaultRetryAttempts = 2
 	defaultRetryOn       = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
@@ -42,20 +45,23 @@ func previousHostsPredicate() *routev3.RetryPolicy_RetryHostPredicate {
 	}
 }
 
-// defaultRetryPolicy is Istio's: two retries on connection failures and
-// 503s, preferring hosts not yet tried.
+// defaultRetryPolicy is Istio's: two retries on connection failures,
+// refused streams and gRPC unavailable/cancelled, preferring hosts not yet
+// tried. "retriable-status-codes" is in the list as in istiod, but with no
+// codes listed it retries nothing by itself.
 func defaultRetryPolicy() *routev3.RetryPolicy {
 	return &routev3.RetryPolicy{
 		NumRetries:                    wrapperspb.UInt32(defaultRetryAttempts),
 		RetryOn:                       defaultRetryOn,
-		RetriableStatusCodes:          []uint32{http.StatusServiceUnavailable},
 		RetryHostPredicate:            []*routev3.RetryPolicy_RetryHostPredicate{previousHostsPredicate()},
 		HostSelectionRetryMaxAttempts: hostSelectionRetries,
 	}
 }
 
 // translateRetries returns the route's retry policy: the default when in is
-// nil, none when attempts is 0, otherwise the default with in's overrides.
+// nil, none when attempts is 0 (istiod: "explicitly disabling"), otherwise
+// the default with in's overrides. A route timeout does not change it: as in
+// istiod, the timeout bounds all attempts together.
 // For a consistent-hash destination retries go back to the hashed host
 // unless the route asks otherwise: the default prefers other hosts.
 func translateRetries(in *networking.HTTPRetry, consistentHash bool, field string, p *problems) *routev3.RetryPolicy {
