@@ -159,8 +159,10 @@ func (v *validator) matchValue(f string, sm *networking.StringMatch, noRegex boo
 	v.stringMatch(f, sm)
 }
 
-// headerMatches checks header match names: lower-case header names, or,
-// on gateways, Istio's "@request.auth.claims.NAME" JWT claim form.
+// headerMatches checks header match names: header names (RFC 9110 tokens;
+// upper case is allowed, as in istiod: names are matched without case and
+// the translators lower-case them with a warning), or, on gateways, Istio's
+// "@request.auth.claims.NAME" JWT claim form.
 func (v *validator) headerMatches(f string, headers map[string]*networking.StringMatch, ctx vsContext, noRegex bool) {
 	for _, name := range sortedKeys(headers) {
 		hf := key(f, name)
@@ -169,8 +171,8 @@ func (v *validator) headerMatches(f string, headers map[string]*networking.Strin
 			if !ctx.gateway {
 				v.add(hf, "JWT claim matches are only supported on VirtualServices bound to gateways")
 			}
-		case !isMatchHeaderName(name):
-			v.add(hf, "%q is not a valid header name: use lower-case letters, digits, '-' and '_'", name)
+		case !isToken(name):
+			v.add(hf, "%q is not a valid header name: use letters, digits, '-' and '_'", name)
 		}
 		if headers[name] == nil {
 			v.add(hf, "header match must not be null; use {} to match on presence")

@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -229,6 +230,15 @@ func weightedClusters(ctx routeContext, dsts []*networking.HTTPRouteDestination,
 	}
 	if len(out.Clusters) == 0 {
 		p.errorf(field+".route", "every destination has weight 0; at least one needs a positive weight")
+	}
+	// Envoy adds the weights up in 32 bits and rejects the route table
+	// when the sum overflows.
+	var total uint64
+	for _, c := range out.Clusters {
+		total += uint64(c.GetWeight().GetValue())
+	}
+	if total > math.MaxUint32 {
+		p.errorf(field+".route", "the weights add up to %d, more than Envoy's limit of %d; scale them down", total, uint32(math.MaxUint32))
 	}
 	return out, hashes
 }

@@ -144,10 +144,23 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 	}
 
 	var out []*routev3.VirtualHost
+	// Envoy rejects a whole route table in which two virtual hosts share a
+	// domain or a name. Hosts are keyed lower-cased, so this cannot happen
+	// today; the check keeps a future change from costing every route.
+	claimed := map[string]string{}
 	for _, h := range sortedKeys(vhosts) {
-		if vh := assembleVirtualHost(vhosts[h], port, r); vh != nil {
-			out = append(out, vh)
+		vh := assembleVirtualHost(vhosts[h], port, r)
+		if vh == nil {
+			continue
 		}
+		if dup := duplicateDomain(claimed, vh); dup != "" {
+			if c := vhosts[h].contribs; len(c) > 0 {
+				r.errorf(c[0].vs, "spec.hosts", "host %s on port %d: domain %s is already served by virtual host %s; left out, as Envoy would reject the route table",
+					h, port, dup, claimed[dup])
+			}
+			continue
+		}
+		out = append(out, vh)
 	}
 	slices.SortFunc(out, func(a, b *routev3.VirtualHost) int { return strings.Compare(a.Name, b.Name) })
 	if len(out) == 0 {
@@ -167,6 +180,21 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 		IgnorePortInHostMatching:       true,
 		MaxDirectResponseBodySizeBytes: wrapperspb.UInt32(MaxDirectResponseBody),
 	}
+}
+
+// duplicateDomain returns a domain (or the name) of vh that claimed already
+// holds, or else records them all as vh's and returns "".
+func duplicateDomain(claimed map[string]string, vh *routev3.VirtualHost) string {
+	keys := append([]string{"name " + vh.GetName()}, vh.GetDomains()...)
+	for _, k := range keys {
+		if _, ok := claimed[k]; ok {
+			return k
+		}
+	}
+	for _, k := range keys {
+		claimed[k] = vh.GetName()
+	}
+	return ""
 }
 
 // assembleVirtualHost orders one host's routes: VirtualServices oldest

@@ -107,9 +107,17 @@ func translateMatch(in *networking.HTTPMatchRequest, field string, p *problems) 
 
 // headerMatcher matches header name against in; an empty StringMatch (and
 // Istio's regex "*") means the header only has to be present.
+//
+// HTTP header names have no case, and Envoy compares them in lower case, so
+// a name written with upper-case letters (as istiod accepts it) is matched
+// lower-cased, with a warning saying so rather than an error.
 func headerMatcher(name string, in *networking.StringMatch, field string, p *problems) *routev3.HeaderMatcher {
 	checkHeaderName(name, field, p)
-	out := &routev3.HeaderMatcher{Name: strings.ToLower(name)}
+	lower := strings.ToLower(name)
+	if lower != name && !strings.HasPrefix(name, "@") {
+		p.warnf(field, "header name %q has upper-case letters; header names are matched without case, as %q", name, lower)
+	}
+	out := &routev3.HeaderMatcher{Name: lower}
 	if sm := stringMatcher(in, field, p); sm == nil {
 		out.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
 	} else {
@@ -140,12 +148,25 @@ func stringMatcher(in *networking.StringMatch, field string, p *problems) *match
 
 // regexMatcher builds an RE2 matcher (Envoy's default engine). Go's regexp
 // speaks RE2 syntax, so a pattern it rejects would make Envoy reject the
-// whole route configuration; it is reported here instead.
+// whole route configuration; it is reported here instead. So is a pattern
+// whose RE2 program is over Envoy's default size limit (an estimate, see
+// re2ProgramSize): one within the estimate's margin of the limit is sent
+// with a warning.
 func regexMatcher(re, field string, p *problems) *matcherv3.RegexMatcher {
 	if re == "" {
 		p.errorf(field, "regex must not be empty")
 	} else if _, err := regexp.Compile(re); err != nil {
 		p.errorf(field, "invalid RE2 regex %q: %v", re, err)
+	} else if size, err := re2ProgramSize(re); err == nil && !p.proxyless {
+		switch {
+		case size > EnvoyMaxRegexProgramSize:
+			p.errorf(field, "regex %q compiles to an RE2 program of about %d instructions, over Envoy's limit of %d "+
+				"(re2.max_program_size.error_level), so Envoy would reject the route table; simplify it (fewer repeats {n,m}, "+
+				"alternatives or Unicode classes)", re, size, EnvoyMaxRegexProgramSize)
+		case size > EnvoyMaxRegexProgramSize-estimateMargin:
+			p.warnf(field, "regex %q compiles to an RE2 program of about %d instructions, close to Envoy's limit of %d; "+
+				"if Envoy rejects the route table, simplify it", re, size, EnvoyMaxRegexProgramSize)
+		}
 	}
 	return &matcherv3.RegexMatcher{Regex: re}
 }

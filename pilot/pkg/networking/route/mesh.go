@@ -18,7 +18,7 @@ import (
 // everything). field is the match's path in vs ("spec.http[0].match[1]").
 func TranslateMatch(vs *config.Config, m *networking.HTTPMatchRequest, field string) (out *routev3.RouteMatch, errs []*config.Error, ok bool) {
 	r := &reporter{}
-	p := &problems{r: r, c: vs}
+	p := &problems{r: r, c: vs, proxyless: true}
 	out = translateMatch(m, field, p)
 	return out, r.errs, !p.fatal
 }

@@ -46,6 +46,9 @@ type problems struct {
 	r     *reporter
 	c     *config.Config
 	fatal bool
+	// proxyless is set when the route goes to gRPC clients, not Envoy:
+	// Envoy's own limits (RE2 program size) do not apply.
+	proxyless bool
 }
 
 func (p *problems) errorf(field, format string, args ...any) {
