@@ -227,22 +227,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// isMatchHeaderName reports whether s is a header name Istio accepts in a
-// match: lower-case letters, digits, '-' and '_'. Envoy compares header
-// names in lower case, so an upper-case name would never match.
-func isMatchHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // isToken reports whether s is an RFC 9110 token, the syntax of a header
 // name.
 func isToken(s string) bool {
