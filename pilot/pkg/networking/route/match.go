@@ -2,7 +2,6 @@ package route
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -155,9 +154,10 @@ func stringMatcher(in *networking.StringMatch, field string, p *problems) *match
 func regexMatcher(re, field string, p *problems) *matcherv3.RegexMatcher {
 	if re == "" {
 		p.errorf(field, "regex must not be empty")
-	} else if _, err := regexp.Compile(re); err != nil {
+	} else if size, err := re2ProgramSize(re); err != nil {
+		// The same parse regexp.Compile does, and the same error.
 		p.errorf(field, "invalid RE2 regex %q: %v", re, err)
-	} else if size, err := re2ProgramSize(re); err == nil && !p.proxyless {
+	} else if !p.proxyless {
 		switch {
 		case size > EnvoyMaxRegexProgramSize:
 			p.errorf(field, "regex %q compiles to an RE2 program of about %d instructions, over Envoy's limit of %d "+

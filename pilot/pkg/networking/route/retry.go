@@ -48,7 +48,8 @@ func previousHostsPredicate() *routev3.RetryPolicy_RetryHostPredicate {
 // defaultRetryPolicy is Istio's: two retries on connection failures,
 // refused streams and gRPC unavailable/cancelled, preferring hosts not yet
 // tried. "retriable-status-codes" is in the list as in istiod, but with no
-// codes listed it retries nothing by itself.
+// codes listed only a request's x-envoy-retriable-status-codes header can
+// name any.
 func defaultRetryPolicy() *routev3.RetryPolicy {
 	return &routev3.RetryPolicy{
 		NumRetries:                    wrapperspb.UInt32(defaultRetryAttempts),
