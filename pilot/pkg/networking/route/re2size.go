@@ -178,7 +178,10 @@ func classCost(ranges []rune) int {
 			wide = append(wide, lo, hi)
 		}
 	}
-	if len(wide) == 2 && wide[0] == utf8.RuneSelf && wide[1] == unicode.MaxRune {
+	switch {
+	case len(wide) == 0:
+		return n
+	case len(wide) == 2 && wide[0] == utf8.RuneSelf && wide[1] == unicode.MaxRune:
 		return n + 6
 	}
 	leads := map[string]bool{}

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -122,5 +123,26 @@ func TestRE2ProgramSizeEstimate(t *testing.T) {
 func TestRE2ProgramSizeInvalid(t *testing.T) {
 	if _, err := re2ProgramSize(`(unclosed`); err == nil {
 		t.Error("an invalid regex must be an error")
+	}
+}
+
+// BenchmarkRE2ProgramSize prints what the size check adds per regex in a
+// translation (it replaces the regexp.Compile validity check).
+func BenchmarkRE2ProgramSize(b *testing.B) {
+	for _, re := range []string{`^/api/v[0-9]+/users/[0-9]+$`, `^/[^/]{1,45}/?$`} {
+		b.Run(re, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := re2ProgramSize(re); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("regexp.Compile "+re, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := regexp.Compile(re); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
