@@ -45,6 +45,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Parse tunes manifest parsing (the default namespace).
 	Parse manifest.Options
+	// Settle is how long a changed or removed file must stay as it is
+	// before it is taken in; until then it keeps serving what it served.
+	// Defaults to 100ms.
+	Settle time.Duration
+	// EmptyGrace is how long a file that had objects must stay empty
+	// before they are removed; at least Settle. Defaults to 1s.
+	EmptyGrace time.Duration
 	// Queue carries events to handlers. If nil the controller creates one
 	// and Run runs it; a queue passed in must be run by its owner.
 	Queue *queue.Queue
@@ -53,6 +60,8 @@ type Options struct {
 	validate func(config.Config) error
 	// disableWatch turns off fsnotify in tests of the rescan backstop.
 	disableWatch bool
+	// scanned, if set, is called after every scan (tests wait on it).
+	scanned func()
 }
 
 const defaultRescanInterval = 30 * time.Second
@@ -73,6 +82,19 @@ type Controller struct {
 	files map[string]*fileState
 	// reported holds the problems already logged. Guarded by scanMu.
 	reported map[string]bool
+	// lastStamp is the latest first-seen stamp given. Guarded by scanMu.
+	lastStamp time.Time
+
+	// wakeAt is when a pending file change is due for another scan; wake
+	// tells runSettle it moved.
+	wakeMu sync.Mutex
+	wakeAt time.Time
+	wake   chan struct{}
+
+	// watched is each watched directory as it was when its watch was
+	// added. Guarded by watchMu.
+	watchMu sync.Mutex
+	watched map[string]os.FileInfo
 
 	// mu guards the store view read by Get, List and ConfigErrors. It runs
 	// ahead of what handlers have been told.
@@ -116,6 +138,13 @@ func New(opts Options) (*Controller, error) {
 	if opts.RescanInterval <= 0 {
 		opts.RescanInterval = defaultRescanInterval
 	}
+	if opts.Settle <= 0 {
+		opts.Settle = defaultSettle
+	}
+	if opts.EmptyGrace <= 0 {
+		opts.EmptyGrace = defaultEmptyGrace
+	}
+	opts.EmptyGrace = max(opts.EmptyGrace, opts.Settle)
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -137,12 +166,14 @@ func New(opts Options) (*Controller, error) {
 		index:     memory.New(nil),
 		handlers:  map[schema.Kind][]model.EventHandler{},
 		delivered: map[config.Key]config.Config{},
+		wake:      make(chan struct{}, 1),
+		watched:   map[string]os.FileInfo{},
 	}
 	if c.queue == nil {
 		c.queue = queue.New(queue.Options{Clock: opts.Clock, Logger: opts.Logger})
 		c.ownQueue = true
 	}
-	c.rescan()
+	c.scan(true)
 	c.queue.Push(func() error {
 		c.syncMu.Lock()
 		defer c.syncMu.Unlock()

@@ -2,7 +2,8 @@ package file
 
 import (
 	"context"
-	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -60,6 +61,8 @@ func (c *Controller) Run(ctx context.Context) {
 		wg.Go(func() { c.forwardEvents(ctx, w, coalesce) })
 	}
 
+	wg.Go(func() { c.runSettle(ctx, refresh) })
+
 	// The ticker exists before the first refresh, so a test that sees that
 	// refresh's events may step the clock to the next tick.
 	ticker := c.clock.NewTicker(c.opts.RescanInterval)
@@ -98,7 +101,7 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 			if !ok {
 				return
 			}
-			if ev.Op == fsnotify.Chmod {
+			if ev.Op == fsnotify.Chmod || !c.relevant(ev.Name) {
 				continue
 			}
 			c.log.Debug("config file event", "event", ev.String())
@@ -115,25 +118,51 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 }
 
 // watchTree adds a watch on every directory under Dir not yet watched
-// (fsnotify is not recursive, and a removed directory loses its watch).
+// (fsnotify is not recursive) and on Dir's parent, so Dir itself being
+// removed, recreated or swapped (a symlink replaced) is seen. A directory
+// that was removed and recreated, or whose symlink now leads elsewhere (a
+// ConfigMap's ..data swap, a replaced symlinked folder), is a different
+// directory under the same path: its watch is dropped and added again, so
+// the new directory is watched at once rather than at the next rescan.
 func (c *Controller) watchTree(w *fsnotify.Watcher) {
-	watched := map[string]bool{}
-	for _, p := range w.WatchList() {
-		watched[p] = true
-	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
 	root := c.opts.Dir
-	walkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
+	want := walkTree(root).dirs
+	if parent := filepath.Dir(root); parent != root {
+		want = append(want, parent)
+	}
+	wanted := map[string]bool{}
+	for _, p := range want {
+		wanted[p] = true
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
 		}
-		if p != root && ignored(d.Name()) {
-			return fs.SkipDir
-		}
-		if !watched[p] {
-			if err := w.Add(p); err != nil {
-				c.log.Warn("cannot watch directory; relying on periodic rescans", "path", p, "error", err)
+		if old, ok := c.watched[p]; ok {
+			if os.SameFile(old, st) {
+				continue
 			}
+			_ = w.Remove(p) // may already be gone with its directory
+			c.log.Debug("directory replaced; watching it again", "path", p)
 		}
-		return nil
-	})
+		if err := w.Add(p); err != nil {
+			c.log.Warn("cannot watch directory; relying on periodic rescans", "path", p, "error", err)
+			delete(c.watched, p)
+			continue
+		}
+		c.watched[p] = st
+	}
+	for p := range c.watched {
+		if !wanted[p] {
+			_ = w.Remove(p)
+			delete(c.watched, p)
+		}
+	}
+}
+
+// relevant reports whether an event on path p may change the config: it
+// is Dir or inside it, not a sibling seen through the watch on Dir's parent.
+func (c *Controller) relevant(p string) bool {
+	return p == c.opts.Dir || within(p, c.opts.Dir)
 }
