@@ -111,6 +111,13 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 			}
 		}
 	}
+	// A key another file still holds is not a move: the holder keeps its
+	// place.
+	for _, st := range files {
+		for key := range st.seen {
+			delete(moved, key)
+		}
+	}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		st := files[p]
 		if !st.fresh {
