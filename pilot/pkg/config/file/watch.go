@@ -132,6 +132,13 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) {
 	if parent := filepath.Dir(root); parent != root {
 		want = append(want, parent)
 	}
+	// fsnotify drops the watch of a directory that is deleted; a new
+	// directory at the same path may reuse the inode number, so both the
+	// watch list and the identity are checked.
+	live := map[string]bool{}
+	for _, p := range w.WatchList() {
+		live[p] = true
+	}
 	wanted := map[string]bool{}
 	for _, p := range want {
 		wanted[p] = true
@@ -140,7 +147,7 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) {
 			continue
 		}
 		if old, ok := c.watched[p]; ok {
-			if os.SameFile(old, st) {
+			if live[p] && os.SameFile(old, st) {
 				continue
 			}
 			_ = w.Remove(p) // may already be gone with its directory
