@@ -106,11 +106,13 @@ func TestServiceEntryHostGoesToTheOlder(t *testing.T) {
 // Moving an object to another file (rename) keeps its first-seen time, so
 // it keeps what it held.
 func TestMovedObjectKeepsItsAge(t *testing.T) {
-	e, rec, clk := settleEnv(t, map[string]string{
-		"b.yaml": serviceEntry("default", "zzz-old", "api.example.com"),
-		"c.yaml": serviceEntry("default", "aaa-new", "api.example.com"),
-	})
-	rec.expect("add ServiceEntry default/aaa-new", "add ServiceEntry default/zzz-old")
+	e, rec, clk := settleEnv(t, map[string]string{"b.yaml": serviceEntry("default", "zzz-old", "api.example.com")})
+	rec.expect("add ServiceEntry default/zzz-old")
+	e.write("c.yaml", serviceEntry("default", "aaa-new", "api.example.com"))
+	e.scanNow()
+	clk.Step(defaultSettle)
+	e.scanNow()
+	rec.expect("add ServiceEntry default/aaa-new")
 	created := e.c.Get(schema.ServiceEntry, "default", "zzz-old").CreationTimestamp
 
 	e.remove("b.yaml")
@@ -123,5 +125,35 @@ func TestMovedObjectKeepsItsAge(t *testing.T) {
 	}
 	if got := model.NewPushContext(e.c).ServiceForHost("api.example.com"); got == nil || got.Source.Name != "zzz-old" {
 		t.Fatalf("api.example.com served by %v, want zzz-old", got)
+	}
+}
+
+// Objects read in one scan (a start, say) share their first-seen time, so
+// a ServiceEntry host they both claim goes by namespace and name, as for
+// Kubernetes objects created in the same second, whatever the file layout.
+func TestObjectsOfOneScanAreEquallyOld(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"a.yaml": serviceEntry("default", "zzz", "api.example.com"),
+		"b.yaml": serviceEntry("default", "aaa", "api.example.com"),
+	}, nil)
+	zzz := e.c.Get(schema.ServiceEntry, "default", "zzz")
+	aaa := e.c.Get(schema.ServiceEntry, "default", "aaa")
+	if zzz.CreationTimestamp.IsZero() || !zzz.CreationTimestamp.Equal(aaa.CreationTimestamp) {
+		t.Fatalf("creation times %v and %v, want one non-zero time", zzz.CreationTimestamp, aaa.CreationTimestamp)
+	}
+	ps := model.NewPushContext(e.c)
+	if got := ps.ServiceForHost("api.example.com"); got == nil || got.Source != aaa.Key() {
+		t.Fatalf("api.example.com served by %v, want %v", got, aaa.Key())
+	}
+}
+
+// A creationTimestamp written in the manifest (as kubectl get -o yaml
+// prints it) is kept; first-seen time fills in only when there is none.
+func TestManifestCreationTimestampKept(t *testing.T) {
+	se := strings.Replace(serviceEntry("default", "se", "api.example.com"), "metadata:\n", "metadata:\n  creationTimestamp: \"2020-01-02T03:04:05Z\"\n", 1)
+	e := newEnv(t, map[string]string{"a.yaml": se}, nil)
+	got := e.c.Get(schema.ServiceEntry, "default", "se")
+	if got == nil || got.CreationTimestamp.Format("2006-01-02T15:04:05Z07:00") != "2020-01-02T03:04:05Z" {
+		t.Fatalf("creation time = %v, want the manifest's", got)
 	}
 }

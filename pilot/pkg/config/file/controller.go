@@ -82,8 +82,9 @@ type Controller struct {
 	files map[string]*fileState
 	// reported holds the problems already logged. Guarded by scanMu.
 	reported map[string]bool
-	// lastStamp is the latest first-seen stamp given. Guarded by scanMu.
-	lastStamp time.Time
+	// lastStamp is the latest first-seen stamp given, scanStamp the one
+	// of the scan running (zero until needed). Guarded by scanMu.
+	lastStamp, scanStamp time.Time
 
 	// wakeAt is when a pending file change is due for another scan; wake
 	// tells runSettle it moved.

@@ -51,6 +51,7 @@ func (c *Controller) scan(initial bool) {
 	defer c.scanMu.Unlock()
 
 	now := c.clock.Now()
+	c.scanStamp = time.Time{}
 	t := walkTree(c.opts.Dir)
 	problems := t.problems
 	var wake time.Time

@@ -147,15 +147,21 @@ func hasKey(st *fileState, key config.Key) bool {
 	return slices.ContainsFunc(st.objects, func(obj config.Config) bool { return obj.Key() == key })
 }
 
-// stamp returns a first-seen time: now, but always after the previous
-// stamp, so objects seen in one scan are ordered as they were read (files
-// in path order, documents in order) even on a coarse or fake clock.
-// Must be called with scanMu held.
+// stamp returns the first-seen time of objects new in this scan: now, but
+// always after the previous scan's, so a later scan's objects are newer
+// even on a coarse or fake clock. Objects new in one scan share a stamp,
+// as objects created within one second do in Kubernetes: the push context
+// then orders them by namespace and name, and duplicate names by file path
+// and document, so a restart orders everything as a fresh start always
+// did. Must be called with scanMu held.
 func (c *Controller) stamp() time.Time {
+	if !c.scanStamp.IsZero() {
+		return c.scanStamp
+	}
 	ts := c.clock.Now().UTC()
 	if !ts.After(c.lastStamp) {
 		ts = c.lastStamp.Add(time.Nanosecond)
 	}
-	c.lastStamp = ts
+	c.lastStamp, c.scanStamp = ts, ts
 	return ts
 }
