@@ -5,7 +5,10 @@
 // A broken edit must never take config away from running proxies, so a
 // file that fails to parse keeps the objects it last contributed, an object
 // that fails validation keeps its last valid version, and every problem is
-// reported through ConfigErrors instead of aborting the load.
+// reported through ConfigErrors instead of aborting the load. Nor must the
+// way a file is written: a change is taken in only once it has settled, an
+// emptied file keeps its objects for a grace period, and a name defined
+// twice stays with the definition seen first.
 package file
 
 import (

@@ -17,9 +17,9 @@ import (
 // moment avoids reading a half-written file.
 //
 // A lone change after a quiet spell is read after coalesceLeading only, so
-// an edit reaches proxies quickly; a file caught half written parses badly
-// for a moment (its last good objects stay) and the write that completes
-// it triggers another rescan.
+// an edit reaches proxies quickly; a file caught half written is not taken
+// in until it has settled (settle.go), and the write that completes it
+// triggers another rescan.
 const (
 	coalesceLeading = 10 * time.Millisecond
 	coalesceQuiet   = 100 * time.Millisecond
