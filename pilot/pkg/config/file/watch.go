@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -129,7 +130,8 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) {
 	defer c.watchMu.Unlock()
 	root := c.opts.Dir
 	want := walkTree(root).dirs
-	if parent := filepath.Dir(root); parent != root {
+	parent := filepath.Dir(root)
+	if parent != root {
 		want = append(want, parent)
 	}
 	// fsnotify drops the watch of a directory that is deleted; a new
@@ -154,7 +156,13 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) {
 			c.log.Debug("directory replaced; watching it again", "path", p)
 		}
 		if err := w.Add(p); err != nil {
-			c.log.Warn("cannot watch directory; relying on periodic rescans", "path", p, "error", err)
+			level := slog.LevelWarn
+			if p == parent {
+				// Only Dir itself being replaced goes unseen; not worth a
+				// warning on every refresh.
+				level = slog.LevelDebug
+			}
+			c.log.Log(context.Background(), level, "cannot watch directory; relying on periodic rescans", "path", p, "error", err)
 			delete(c.watched, p)
 			continue
 		}
