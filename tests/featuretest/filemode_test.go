@@ -211,8 +211,11 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 	served("refilled after empty", "bookinfo.example.com:80", "/step-3")
 
 	// Rename over: a temp file renamed onto the name.
+	start := time.Now()
 	write("routes.yaml", step(4))
 	served("rename over", "bookinfo.example.com:80", "/step-4")
+	// A figure, not a goal: the settle window is most of it.
+	t.Logf("a rename-over edit reached the gateway in %v (settle window %v)", time.Since(start).Round(time.Millisecond), settle)
 
 	// The folder deleted and made again, then a new file in it.
 	mustDo(t, os.RemoveAll(filepath.Join(dir, "team")))
@@ -254,4 +257,51 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 		t.Fatalf("the guard saw only %d route/listener responses", n)
 	}
 	t.Logf("checked %d route and listener responses", n)
+}
+
+// A new file that sorts first and reuses a served VirtualService's name
+// does not take its routes over: no response ever carries the newcomer's
+// route while the first definition stands, and configz names both files.
+// When the first goes away, the newcomer takes over.
+func TestNewcomerDoesNotTakeOverAName(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"gateways.yaml": gatewaysYAML,
+		"services.yaml": servicesYAML,
+		"routes.yaml":   vsYAML("bookinfo", "bookinfo.example.com", "/reviews"),
+	})
+	var mu sync.Mutex
+	hijacked := 0
+	c := e.gateway("gw-1", publicLabels, func(typeURL string, res []*anypb.Any) error {
+		for _, a := range res {
+			rc := &routev3.RouteConfiguration{}
+			if typeURL == adsc.RouteType && a.UnmarshalTo(rc) == nil && strings.Contains(rc.String(), "/hijack") {
+				mu.Lock()
+				hijacked++
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	waitFor(t, c, "initial", func(s adsc.State) bool { return hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews") })
+
+	e.write("aaa.yaml", vsYAML("bookinfo", "bookinfo.example.com", "/hijack"))
+	// Another change after it, so the newcomer has been read when it shows.
+	e.write("zzz.yaml", vsYAML("later", "later.example.com", "/later"))
+	waitFor(t, c, "the later change", func(s adsc.State) bool { return hasPrefix(s, "http.80", "later.example.com:80", "/later") })
+	mu.Lock()
+	n := hijacked
+	mu.Unlock()
+	if n > 0 {
+		t.Fatalf("%d responses carried the newcomer's route", n)
+	}
+	if cz := e.configz(); !slices.ContainsFunc(cz.Errors, func(ce xds.ConfigzError) bool {
+		return strings.HasSuffix(ce.Source, "aaa.yaml (document 1)") && strings.Contains(ce.Message, filepath.Join(e.dir, "routes.yaml"))
+	}) {
+		t.Errorf("configz does not report aaa.yaml as a duplicate of routes.yaml: %+v", cz.Errors)
+	}
+
+	e.remove("routes.yaml")
+	waitFor(t, c, "the newcomer taking over", func(s adsc.State) bool {
+		return hasPrefix(s, "http.80", "bookinfo.example.com:80", "/hijack") && !hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
+	})
 }
