@@ -46,6 +46,12 @@ type Options struct {
 	// RescanInterval is how often file mode rescans ConfigDir in case a
 	// file-system event was missed.
 	RescanInterval time.Duration
+	// ConfigSettle is how long a changed or removed file in ConfigDir must
+	// stay as it is before it is taken in (file.Options.Settle).
+	ConfigSettle time.Duration
+	// ConfigEmptyGrace is how long a file must stay empty before its
+	// objects are removed (file.Options.EmptyGrace).
+	ConfigEmptyGrace time.Duration
 	// Debounce merges config changes that arrive close together.
 	Debounce debounce.Options
 	// ShutdownGrace bounds how long shutdown waits for streams to close.

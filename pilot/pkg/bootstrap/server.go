@@ -70,7 +70,8 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.Registries = []model.ServiceDiscovery{kube.registry}
 		xopts.Secrets = kube.secrets
 	} else {
-		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval, Logger: opts.Logger})
+		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval,
+			Settle: opts.ConfigSettle, EmptyGrace: opts.ConfigEmptyGrace, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("config source: %w", err)
 		}

@@ -61,13 +61,19 @@ func Parse(file string, data []byte, opts Options) ([]config.Config, []*config.E
 	// Documents are numbered as a reader counts them: empty ones (a leading
 	// "---", comments only) do not count.
 	n := 0
-	for _, doc := range separator.Split(string(data), -1) {
+	text := string(data)
+	start := 0
+	for _, loc := range append(separator.FindAllStringIndex(text, -1), []int{len(text), len(text)}) {
+		doc := text[start:loc[0]]
+		// firstLine is the file line of the document's first line.
+		firstLine := strings.Count(text[:start], "\n") + 1
+		start = loc[1]
 		if strings.TrimSpace(stripComments(doc)) == "" {
 			continue
 		}
 		n++
 		src := DocumentSource(file, n)
-		c, err := parseDocument([]byte(doc), src, opts)
+		c, err := parseDocument([]byte(doc), src, firstLine, opts)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -88,7 +94,7 @@ func stripComments(doc string) string {
 	return b.String()
 }
 
-func parseDocument(doc []byte, src string, opts Options) (config.Config, *config.Error) {
+func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *config.Error) {
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return config.Config{}, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
@@ -111,6 +117,9 @@ func parseDocument(doc []byte, src string, opts Options) (config.Config, *config
 	}
 	if key.Name == "" {
 		return config.Config{}, &config.Error{Source: src, Key: key, Field: "metadata.name", Message: "name is required"}
+	}
+	if msg := duplicateKeys(doc, firstLine); msg != "" {
+		return config.Config{}, &config.Error{Source: src, Key: key, Message: msg}
 	}
 	spec := s.NewSpec()
 	if len(obj.Spec) > 0 && string(obj.Spec) != "null" {

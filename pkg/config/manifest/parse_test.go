@@ -273,3 +273,37 @@ func TestParseExactness(t *testing.T) {
 		}
 	})
 }
+
+// TestDuplicateKeysRejectTheObject: a mapping that sets a key twice would
+// silently keep the last value; the object is rejected with the file,
+// document, line and key, and the other documents still parse.
+func TestDuplicateKeysRejectTheObject(t *testing.T) {
+	data := gatewayDoc + `---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: twice
+  namespace: edge
+spec:
+  hosts: [a.example.com]
+  hosts: [b.example.com]
+  http:
+  - route:
+    - destination: {host: reviews, port: {number: 80}, port: {number: 81}}
+`
+	objs, errs := manifest.Parse("f.yaml", []byte(data), manifest.Options{})
+	if len(objs) != 1 || objs[0].Name != "public" {
+		t.Fatalf("objects = %v, want only the gateway", objs)
+	}
+	if len(errs) != 1 {
+		t.Fatalf("errors = %v, want one", errs)
+	}
+	e := errs[0]
+	want := `f.yaml (document 2): VirtualService edge/twice: duplicate key in a mapping (the object is rejected): key "hosts" at line 24, key "port" at line 27`
+	if e.Error() != want {
+		t.Fatalf("error = %q\nwant    %q", e.Error(), want)
+	}
+	if lines := strings.Split(data, "\n"); strings.TrimSpace(lines[23]) != "hosts: [b.example.com]" {
+		t.Fatalf("line 24 of the input is %q; the test's line numbers are off", lines[23])
+	}
+}

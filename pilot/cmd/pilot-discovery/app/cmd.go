@@ -65,6 +65,8 @@ func newDiscoveryCommand() *cobra.Command {
 	f.StringSliceVar(&opts.WatchNamespaces, "watch-namespaces", nil, "comma-separated namespaces Kubernetes mode watches; empty means all")
 	f.StringVar(&opts.DomainSuffix, "domain-suffix", "cluster.local", "DNS suffix of Kubernetes Service hostnames (NAME.NAMESPACE.svc.SUFFIX)")
 	f.DurationVar(&opts.RescanInterval, "config-rescan-interval", 30*time.Second, "how often file mode rescans --config-dir as a backstop to file-system events")
+	f.DurationVar(&opts.ConfigSettle, "config-settle", 100*time.Millisecond, "how long a changed or removed file in --config-dir must stay as it is before it is taken in; until then it keeps serving what it served")
+	f.DurationVar(&opts.ConfigEmptyGrace, "config-empty-grace", time.Second, "how long a file in --config-dir must stay empty before the objects it defined are removed (at least --config-settle)")
 	f.StringVar(&opts.Ingress.Class, "ingress-class", "", "legacy kubernetes.io/ingress.class value to handle, besides IngressClasses naming controller wayfinder.io/ingress-controller")
 	f.StringVar(&opts.Ingress.Service, "ingress-service", "istio-system/istio-ingressgateway", "gateway Service (namespace/name) whose addresses are written to Ingress status")
 	f.BoolVar(&opts.Ingress.Disabled, "disable-ingress", false, "do not translate Kubernetes Ingresses or write their status")

@@ -5,7 +5,10 @@
 // A broken edit must never take config away from running proxies, so a
 // file that fails to parse keeps the objects it last contributed, an object
 // that fails validation keeps its last valid version, and every problem is
-// reported through ConfigErrors instead of aborting the load.
+// reported through ConfigErrors instead of aborting the load. Nor must the
+// way a file is written: a change is taken in only once it has settled, an
+// emptied file keeps its objects for a grace period, and a name defined
+// twice stays with the definition seen first.
 package file
 
 import (
@@ -45,6 +48,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Parse tunes manifest parsing (the default namespace).
 	Parse manifest.Options
+	// Settle is how long a changed or removed file must stay as it is
+	// before it is taken in; until then it keeps serving what it served.
+	// Defaults to 100ms.
+	Settle time.Duration
+	// EmptyGrace is how long a file that had objects must stay empty
+	// before they are removed; at least Settle. Defaults to 1s.
+	EmptyGrace time.Duration
 	// Queue carries events to handlers. If nil the controller creates one
 	// and Run runs it; a queue passed in must be run by its owner.
 	Queue *queue.Queue
@@ -53,6 +63,8 @@ type Options struct {
 	validate func(config.Config) error
 	// disableWatch turns off fsnotify in tests of the rescan backstop.
 	disableWatch bool
+	// scanned, if set, is called after every scan (tests wait on it).
+	scanned func()
 }
 
 const defaultRescanInterval = 30 * time.Second
@@ -73,6 +85,20 @@ type Controller struct {
 	files map[string]*fileState
 	// reported holds the problems already logged. Guarded by scanMu.
 	reported map[string]bool
+	// lastStamp is the latest first-seen stamp given, scanStamp the one
+	// of the scan running (zero until needed). Guarded by scanMu.
+	lastStamp, scanStamp time.Time
+
+	// wakeAt is when a pending file change is due for another scan; wake
+	// tells runSettle it moved.
+	wakeMu sync.Mutex
+	wakeAt time.Time
+	wake   chan struct{}
+
+	// watched is each watched directory as it was when its watch was
+	// added. Guarded by watchMu.
+	watchMu sync.Mutex
+	watched map[string]os.FileInfo
 
 	// mu guards the store view read by Get, List and ConfigErrors. It runs
 	// ahead of what handlers have been told.
@@ -116,6 +142,13 @@ func New(opts Options) (*Controller, error) {
 	if opts.RescanInterval <= 0 {
 		opts.RescanInterval = defaultRescanInterval
 	}
+	if opts.Settle <= 0 {
+		opts.Settle = defaultSettle
+	}
+	if opts.EmptyGrace <= 0 {
+		opts.EmptyGrace = defaultEmptyGrace
+	}
+	opts.EmptyGrace = max(opts.EmptyGrace, opts.Settle)
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -137,12 +170,14 @@ func New(opts Options) (*Controller, error) {
 		index:     memory.New(nil),
 		handlers:  map[schema.Kind][]model.EventHandler{},
 		delivered: map[config.Key]config.Config{},
+		wake:      make(chan struct{}, 1),
+		watched:   map[string]os.FileInfo{},
 	}
 	if c.queue == nil {
 		c.queue = queue.New(queue.Options{Clock: opts.Clock, Logger: opts.Logger})
 		c.ownQueue = true
 	}
-	c.rescan()
+	c.scan(true)
 	c.queue.Push(func() error {
 		c.syncMu.Lock()
 		defer c.syncMu.Unlock()

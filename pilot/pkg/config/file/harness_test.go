@@ -65,13 +65,15 @@ type env struct {
 	c    *Controller
 	logs *syncBuffer
 	stop func()
+	// scans receives a value after every scan.
+	scans chan struct{}
 }
 
 // newEnv writes files (path -> content) into a temp dir and creates a
 // controller over it; tweak may adjust the options first.
 func newEnv(t *testing.T, files map[string]string, tweak func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
+	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}, scans: make(chan struct{}, 1000)}
 	for p, content := range files {
 		e.write(p, content)
 	}
@@ -79,6 +81,12 @@ func newEnv(t *testing.T, files map[string]string, tweak func(*Options)) *env {
 		Dir:      e.dir,
 		Logger:   slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		validate: testValidate,
+		scanned: func() {
+			select {
+			case e.scans <- struct{}{}:
+			default:
+			}
+		},
 	}
 	if tweak != nil {
 		tweak(&opts)
@@ -119,6 +127,27 @@ func (e *env) flush() {
 	case <-done:
 	case <-time.After(timeout):
 		e.t.Fatal("event queue did not drain")
+	}
+}
+
+// drainScans forgets the scans done so far.
+func (e *env) drainScans() {
+	for {
+		select {
+		case <-e.scans:
+		default:
+			return
+		}
+	}
+}
+
+// waitScan waits for a scan after the last drainScans or waitScan.
+func (e *env) waitScan() {
+	e.t.Helper()
+	select {
+	case <-e.scans:
+	case <-time.After(timeout):
+		e.t.Fatal("no scan happened")
 	}
 }
 

@@ -27,7 +27,11 @@ func TestRescanBackstop(t *testing.T) {
 	// creates its ticker before that rescan, so once this event is in the
 	// ticker exists and stepping the clock will tick it.
 	e.write("b.yaml", virtualService("default", "vs", "a.example.com"))
+	e.drainScans()
 	e.run()
+	// The new file is taken in once it has settled.
+	e.waitScan()
+	clk.Step(defaultSettle)
 	rec.expect("add Gateway default/gw", "add VirtualService default/vs")
 
 	e.write("a.yaml", gateway("default", "gw", 81))
@@ -36,7 +40,10 @@ func TestRescanBackstop(t *testing.T) {
 	if gatewayPort(t, e.c.Get(schema.Gateway, "default", "gw")) != 80 {
 		t.Fatal("change seen without a watcher or a rescan")
 	}
+	e.drainScans()
 	clk.Step(time.Minute)
+	e.waitScan()
+	clk.Step(defaultSettle)
 	ev := rec.expect("update Gateway default/gw", "delete VirtualService default/vs")[0]
 	if gatewayPort(t, &ev.cur) != 81 {
 		t.Fatalf("port = %d, want 81", gatewayPort(t, &ev.cur))
@@ -44,7 +51,10 @@ func TestRescanBackstop(t *testing.T) {
 
 	// And again on the next tick.
 	e.write("c.yaml", serviceEntry("default", "se", "api.example.com"))
+	e.drainScans()
 	clk.Step(time.Minute)
+	e.waitScan()
+	clk.Step(defaultSettle)
 	rec.expect("add ServiceEntry default/se")
 }
 

@@ -7,9 +7,8 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
@@ -18,36 +17,71 @@ import (
 
 // fileState is what one file currently contributes.
 type fileState struct {
-	// sum is the hash of the content last read, so an unchanged file is
-	// not parsed again.
+	// sum is the hash of the content last accepted, so an unchanged file
+	// is not parsed again.
 	sum [sha256.Size]byte
 	// objects are the file's effective objects in document order: those
 	// that parsed and validated, or their last good versions.
 	objects []config.Config
 	// errs are the file's own problems (read, parse, validation).
 	errs []*config.Error
+	// seen is when each of the file's keys was first seen in it: the
+	// order in which conflicting definitions are served, and the creation
+	// time of objects whose manifest does not give one.
+	seen map[config.Key]time.Time
+	// pending is a change seen but not yet accepted (see settle.go).
+	pending *pendingChange
+	// fresh marks a state parsed by this scan, whose objects still need
+	// their first-seen stamps.
+	fresh bool
+	// empty marks content with no documents at all.
+	empty bool
 }
 
 // rescan re-reads the directory, recomputes the store and queues an event
-// for each object that changed. Unchanged files are not parsed again.
-func (c *Controller) rescan() {
+// for each object that changed. Unchanged files are not parsed again; a
+// changed or removed file is taken in once it has settled.
+func (c *Controller) rescan() { c.scan(false) }
+
+// scan is rescan; initial takes every file as it is, with no settling:
+// at startup there is nothing served that a half-written file could take
+// away.
+func (c *Controller) scan(initial bool) {
 	c.scanMu.Lock()
 	defer c.scanMu.Unlock()
 
-	paths, unreadable, problems := c.walk()
-	files := make(map[string]*fileState, len(paths))
-	for _, p := range paths {
-		if st := c.load(p); st != nil {
+	now := c.clock.Now()
+	c.scanStamp = time.Time{}
+	t := walkTree(c.opts.Dir)
+	problems := t.problems
+	var wake time.Time
+	files := make(map[string]*fileState, len(t.files))
+	for _, p := range t.files {
+		st, at := c.load(p, now, initial)
+		if st != nil {
 			files[p] = st
 		}
+		wake = earliest(wake, at)
 	}
-	// A directory we could not list hides its files; keep what they held
-	// rather than deleting config because of, say, a permission glitch.
-	for p, st := range c.files {
-		if _, ok := files[p]; !ok && slices.ContainsFunc(unreadable, func(dir string) bool { return within(p, dir) }) {
+	for _, p := range slices.Sorted(maps.Keys(c.files)) {
+		if _, ok := files[p]; ok {
+			continue
+		}
+		st := c.files[p]
+		// A directory we could not list hides its files; keep what they
+		// held rather than deleting config because of, say, a permission
+		// glitch.
+		if slices.ContainsFunc(t.unreadable, func(dir string) bool { return within(p, dir) }) {
+			files[p] = st
+			continue
+		}
+		st, at := c.gone(p, st, now, initial)
+		if st != nil {
 			files[p] = st
 		}
+		wake = earliest(wake, at)
 	}
+	c.stampFresh(files)
 	c.files = files
 
 	objects, fileProblems := resolve(files)
@@ -70,107 +104,71 @@ func (c *Controller) rescan() {
 		}
 		c.queue.Push(c.deliver(ch))
 	}
-}
-
-// walk lists the config files under Dir, sorted. It also returns the
-// directories it could not read, and a problem for each.
-func (c *Controller) walk() (paths, unreadable []string, problems []*config.Error) {
-	root := c.opts.Dir
-	walkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			unreadable = append(unreadable, p)
-			problems = append(problems, &config.Error{Source: p, Message: "cannot read: " + err.Error()})
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if p == root {
-			return nil
-		}
-		if ignored(d.Name()) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || !isConfigFile(d.Name()) {
-			return nil
-		}
-		// Follow symlinks to files (Kubernetes ConfigMap volumes are made
-		// of them) but not to directories, which could loop.
-		if d.Type()&fs.ModeSymlink != 0 {
-			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-				return nil
-			}
-		} else if !d.Type().IsRegular() {
-			return nil
-		}
-		paths = append(paths, p)
-		return nil
-	})
-	slices.Sort(paths)
-	return paths, unreadable, problems
-}
-
-// walkDir is filepath.WalkDir, except that a root that is a symlink to a
-// directory is followed. fn sees root as given and paths joined to it.
-func walkDir(root string, fn fs.WalkDirFunc) {
-	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		// A trailing separator makes the kernel resolve the link.
-		withSep := root + string(filepath.Separator)
-		_ = filepath.WalkDir(withSep, func(p string, d fs.DirEntry, err error) error {
-			if p == withSep {
-				p = root
-			}
-			return fn(p, d, err)
-		})
-		return
+	c.setWake(wake)
+	if c.opts.scanned != nil {
+		c.opts.scanned()
 	}
-	_ = filepath.WalkDir(root, fn)
 }
 
-// ignored reports names never read: hidden files and directories (which
-// include Emacs lock files and the timestamped directories of ConfigMap
-// volumes) and editor backups and swap files.
-func ignored(name string) bool {
-	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") ||
-		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx")
-}
-
-func isConfigFile(name string) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
-// within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// load returns the new state of file p, or nil if it no longer exists.
-func (c *Controller) load(p string) *fileState {
+// load returns the state of file p as of now, or nil if it no longer
+// exists and that has settled, with the time it should be looked at again
+// (zero if none).
+func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, time.Time) {
 	prev := c.files[p]
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return c.gone(p, prev, now, initial)
 	}
 	if err != nil {
 		st := &fileState{errs: []*config.Error{{Source: p, Message: "cannot read file: " + err.Error()}}}
 		if prev != nil {
-			st.objects = prev.objects
+			st.objects, st.seen, st.sum = prev.objects, prev.seen, prev.sum
 		}
-		return st
+		return st, time.Time{}
 	}
 	sum := sha256.Sum256(data)
 	if prev != nil && prev.sum == sum {
-		return prev
+		prev.pending = nil
+		return prev, time.Time{}
 	}
-	return c.parse(p, data, sum, prev)
+	if initial {
+		return c.parse(p, data, sum, prev), time.Time{}
+	}
+	if prev == nil {
+		// A new file may be half written too; it serves nothing until it
+		// settles.
+		prev = &fileState{}
+	}
+	since, settled := prev.settle(sum, false, now, c.opts.Settle)
+	if !settled {
+		return prev, since.Add(c.opts.Settle)
+	}
+	base := prev
+	if base.sum == ([sha256.Size]byte{}) && len(base.objects) == 0 {
+		base = nil // never parsed: nothing to keep
+	}
+	st := c.parse(p, data, sum, base)
+	if st.empty && len(prev.objects) > 0 {
+		if now.Sub(since) < c.opts.EmptyGrace {
+			return prev, since.Add(c.opts.EmptyGrace)
+		}
+		c.log.Warn("config file has stayed empty; removing the objects it defined",
+			"file", p, "emptyFor", now.Sub(since).String(), "objects", keyNames(prev.objects))
+	}
+	return st, time.Time{}
+}
+
+// gone handles file p, which held prev, no longer being there.
+func (c *Controller) gone(p string, prev *fileState, now time.Time, initial bool) (*fileState, time.Time) {
+	if prev == nil || initial || len(prev.objects) == 0 {
+		return nil, time.Time{}
+	}
+	since, settled := prev.settle([sha256.Size]byte{}, true, now, c.opts.Settle)
+	if !settled {
+		return prev, since.Add(c.opts.Settle)
+	}
+	c.log.Info("config file removed; removing the objects it defined", "file", p, "objects", keyNames(prev.objects))
+	return nil, time.Time{}
 }
 
 // parse turns the content of p into its state. A file with any document
@@ -180,7 +178,8 @@ func (c *Controller) load(p string) *fileState {
 // validation keeps its last good version from this file, if any.
 func (c *Controller) parse(p string, data []byte, sum [sha256.Size]byte, prev *fileState) *fileState {
 	objs, parseErrs := manifest.Parse(p, data, c.opts.Parse)
-	st := &fileState{sum: sum, errs: parseErrs}
+	st := &fileState{sum: sum, errs: parseErrs, fresh: true, seen: map[config.Key]time.Time{}}
+	st.empty = len(objs) == 0 && len(parseErrs) == 0
 	keepPrev := len(parseErrs) > 0 && prev != nil
 	lastGood := map[config.Key]config.Config{}
 	if prev != nil {
@@ -206,6 +205,13 @@ func (c *Controller) parse(p string, data []byte, sum [sha256.Size]byte, prev *f
 	if keepPrev {
 		st.objects = prev.objects
 	}
+	if prev != nil {
+		for _, obj := range st.objects {
+			if ts, ok := prev.seen[obj.Key()]; ok {
+				st.seen[obj.Key()] = ts
+			}
+		}
+	}
 	return st
 }
 
@@ -220,27 +226,49 @@ func (c *Controller) check(obj config.Config) (err error) {
 	return c.validate(obj)
 }
 
-// resolve merges the files into one store: files in path order, documents
-// in order, the first definition of a key wins and later ones are reported
-// as duplicates.
+// resolve merges the files into one store. When several definitions share
+// a key, the one seen first is used (ties: files in path order, documents
+// in order), so a newcomer never takes a served name over; the others are
+// reported as duplicates naming the one in use.
 func resolve(files map[string]*fileState) (map[config.Key]config.Config, []*config.Error) {
 	objects := map[config.Key]config.Config{}
+	seen := map[config.Key]time.Time{}
+	paths := slices.Sorted(maps.Keys(files))
+	for _, p := range paths {
+		st := files[p]
+		for _, obj := range st.objects {
+			key := obj.Key()
+			ts := st.seen[key]
+			if first, dup := seen[key]; dup && !ts.Before(first) {
+				continue
+			}
+			objects[key], seen[key] = obj, ts
+		}
+	}
 	var problems []*config.Error
-	for _, p := range slices.Sorted(maps.Keys(files)) {
+	for _, p := range paths {
 		st := files[p]
 		problems = append(problems, st.errs...)
 		for _, obj := range st.objects {
-			key := obj.Key()
-			if first, dup := objects[key]; dup {
-				problems = append(problems, &config.Error{
-					Source:  obj.Source,
-					Key:     key,
-					Message: fmt.Sprintf("duplicate of the definition in %s, which is used; this one is ignored", first.Source),
-				})
+			used := objects[obj.Key()]
+			if used.Source == obj.Source {
 				continue
 			}
-			objects[key] = obj
+			problems = append(problems, &config.Error{
+				Source: obj.Source,
+				Key:    obj.Key(),
+				Message: fmt.Sprintf("duplicate of the definition in %s, which was there first and is used; this one is ignored",
+					used.Source),
+			})
 		}
 	}
 	return objects, problems
+}
+
+func keyNames(objs []config.Config) []string {
+	out := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		out = append(out, obj.Key().String())
+	}
+	return out
 }

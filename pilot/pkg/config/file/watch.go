@@ -2,7 +2,9 @@ package file
 
 import (
 	"context"
-	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,9 +18,9 @@ import (
 // moment avoids reading a half-written file.
 //
 // A lone change after a quiet spell is read after coalesceLeading only, so
-// an edit reaches proxies quickly; a file caught half written parses badly
-// for a moment (its last good objects stay) and the write that completes
-// it triggers another rescan.
+// an edit reaches proxies quickly; a file caught half written is not taken
+// in until it has settled (settle.go), and the write that completes it
+// triggers another rescan.
 const (
 	coalesceLeading = 10 * time.Millisecond
 	coalesceQuiet   = 100 * time.Millisecond
@@ -60,6 +62,8 @@ func (c *Controller) Run(ctx context.Context) {
 		wg.Go(func() { c.forwardEvents(ctx, w, coalesce) })
 	}
 
+	wg.Go(func() { c.runSettle(ctx, refresh) })
+
 	// The ticker exists before the first refresh, so a test that sees that
 	// refresh's events may step the clock to the next tick.
 	ticker := c.clock.NewTicker(c.opts.RescanInterval)
@@ -98,7 +102,7 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 			if !ok {
 				return
 			}
-			if ev.Op == fsnotify.Chmod {
+			if ev.Op == fsnotify.Chmod || !c.relevant(ev.Name) {
 				continue
 			}
 			c.log.Debug("config file event", "event", ev.String())
@@ -115,25 +119,65 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 }
 
 // watchTree adds a watch on every directory under Dir not yet watched
-// (fsnotify is not recursive, and a removed directory loses its watch).
+// (fsnotify is not recursive) and on Dir's parent, so Dir itself being
+// removed, recreated or swapped (a symlink replaced) is seen. A directory
+// that was removed and recreated, or whose symlink now leads elsewhere (a
+// ConfigMap's ..data swap, a replaced symlinked folder), is a different
+// directory under the same path: its watch is dropped and added again, so
+// the new directory is watched at once rather than at the next rescan.
 func (c *Controller) watchTree(w *fsnotify.Watcher) {
-	watched := map[string]bool{}
-	for _, p := range w.WatchList() {
-		watched[p] = true
-	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
 	root := c.opts.Dir
-	walkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
+	want := walkTree(root).dirs
+	parent := filepath.Dir(root)
+	if parent != root {
+		want = append(want, parent)
+	}
+	// fsnotify drops the watch of a directory that is deleted; a new
+	// directory at the same path may reuse the inode number, so both the
+	// watch list and the identity are checked.
+	live := map[string]bool{}
+	for _, p := range w.WatchList() {
+		live[p] = true
+	}
+	wanted := map[string]bool{}
+	for _, p := range want {
+		wanted[p] = true
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
 		}
-		if p != root && ignored(d.Name()) {
-			return fs.SkipDir
-		}
-		if !watched[p] {
-			if err := w.Add(p); err != nil {
-				c.log.Warn("cannot watch directory; relying on periodic rescans", "path", p, "error", err)
+		if old, ok := c.watched[p]; ok {
+			if live[p] && os.SameFile(old, st) {
+				continue
 			}
+			_ = w.Remove(p) // may already be gone with its directory
+			c.log.Debug("directory replaced; watching it again", "path", p)
 		}
-		return nil
-	})
+		if err := w.Add(p); err != nil {
+			level := slog.LevelWarn
+			if p == parent {
+				// Only Dir itself being replaced goes unseen; not worth a
+				// warning on every refresh.
+				level = slog.LevelDebug
+			}
+			c.log.Log(context.Background(), level, "cannot watch directory; relying on periodic rescans", "path", p, "error", err)
+			delete(c.watched, p)
+			continue
+		}
+		c.watched[p] = st
+	}
+	for p := range c.watched {
+		if !wanted[p] {
+			_ = w.Remove(p)
+			delete(c.watched, p)
+		}
+	}
+}
+
+// relevant reports whether an event on path p may change the config: it
+// is Dir or inside it, not a sibling seen through the watch on Dir's parent.
+func (c *Controller) relevant(p string) bool {
+	return p == c.opts.Dir || within(p, c.opts.Dir)
 }
