@@ -71,7 +71,7 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 	out.Secrets, mg, errs = listener.BuildSecrets(mg, secrets)
 	out.Errors = append(out.Errors, errs...)
 
-	listeners, errs := listener.BuildGatewayListeners(mg)
+	listeners, errs := listener.BuildGatewayListeners(push, mg)
 	out.Listeners = listeners
 	out.Errors = append(out.Errors, errs...)
 
