@@ -25,7 +25,9 @@ type l4Context struct {
 }
 
 // gatewayKey is the server's Gateway as VirtualServices name it, "ns/name".
-func (c l4Context) gatewayKey() string { return c.server.Gateway.Namespace + "/" + c.server.Gateway.Name }
+func (c l4Context) gatewayKey() string {
+	return c.server.Gateway.Namespace + "/" + c.server.Gateway.Name
+}
 
 // boundVirtualServices are the VirtualServices bound to the server's
 // Gateway that have a host the server exposes, oldest first (Istio's
