@@ -116,6 +116,12 @@ func (b *secretBuilder) usable(s model.GatewayServer, ref model.SecretRef, withC
 // loadCA reads the CA bundle (and CRL) that goes with credential ref and
 // checks that Envoy can load it. It returns the secret or why not.
 func loadCA(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
+	return CASecret(ref.CASDSName(), ref, store)
+}
+
+// CASecret is the validation context secret name holding the CA (and CRL)
+// that goes with credential ref, or why there is none Envoy can load.
+func CASecret(name string, ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
 	if store == nil {
 		return nil, fmt.Sprintf("neither Secret %s nor %s-cacert holds a CA (ca.crt or cacert)", ref, ref)
 	}
@@ -133,7 +139,7 @@ func loadCA(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string
 		}
 		vc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: crl}}
 	}
-	sec := &tlsv3.Secret{Name: ref.CASDSName(), Type: &tlsv3.Secret_ValidationContext{ValidationContext: vc}}
+	sec := &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: vc}}
 	if err := sec.ValidateAll(); err != nil {
 		return nil, fmt.Sprintf("the CA secret %s would be rejected by Envoy: %v", sec.Name, err)
 	}
