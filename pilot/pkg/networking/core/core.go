@@ -37,7 +37,11 @@ type GatewayResources struct {
 	// Secrets are the certificates the HTTPS listeners fetch over SDS
 	// (named "kubernetes://NAMESPACE/NAME"): exactly those referenced.
 	Secrets []*tlsv3.Secret
-	Errors  []*config.Error
+	// UpstreamSecrets are the client certificates and CAs the clusters
+	// fetch for DestinationRule credentialNames ("kubernetes://NAME"),
+	// read from the Gateways' namespace (see BuildUpstreamSecrets).
+	UpstreamSecrets []*tlsv3.Secret
+	Errors          []*config.Error
 }
 
 // BuildGateway translates the Gateways selecting a proxy (as returned by
@@ -73,6 +77,9 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 	var tlsSecrets []*tlsv3.Secret
 	tlsSecrets, mg, errs = listener.BuildTLSSecrets(mg, secrets)
 	out.Secrets = listener.ReferencedSecrets(mg, mergeSecrets(out.Secrets, tlsSecrets))
+	out.Errors = append(out.Errors, errs...)
+
+	out.UpstreamSecrets, errs = upstreamSecretsFor(push, gateways, secrets)
 	out.Errors = append(out.Errors, errs...)
 
 	listeners, errs := listener.BuildGatewayListeners(push, mg)

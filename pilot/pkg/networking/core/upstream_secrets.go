@@ -33,10 +33,10 @@ type upstreamCredential struct {
 // the clusters reference them: "kubernetes://NAME" (client certificate,
 // MUTUAL) and "kubernetes://NAME-cacert" (CA and CRL; SIMPLE and MUTUAL
 // unless insecureSkipVerify). As in istiod the Secret is read from the
-// namespace of the proxy using the cluster, namespace; a Secret that is
-// missing or unusable is reported at the rule's field, and the clusters
-// naming it wait for it.
-func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, namespace string) ([]*tlsv3.Secret, []*config.Error) {
+// namespace of the proxy using the cluster: the first of namespaces that
+// has a usable one. A Secret missing or unusable in all of them is
+// reported at the rule's field, and the clusters naming it wait for it.
+func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, namespaces ...string) ([]*tlsv3.Secret, []*config.Error) {
 	creds := map[string]*upstreamCredential{}
 	for i := range push.DestinationRules() {
 		dr := &push.DestinationRules()[i]
@@ -70,24 +70,33 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, name
 	var errs []*config.Error
 	for _, name := range slices.Sorted(maps.Keys(creds)) {
 		c := creds[name]
-		ref := model.SecretRef{Namespace: namespace, Name: name}
-		report := func(problem string) {
+		// first tries each namespace in turn and keeps the first secret.
+		first := func(load func(ref model.SecretRef) (*tlsv3.Secret, string)) {
+			var problems []string
+			for _, ns := range namespaces {
+				sec, problem := load(model.SecretRef{Namespace: ns, Name: name})
+				if problem == "" {
+					out = append(out, sec)
+					return
+				}
+				problems = append(problems, problem)
+			}
 			errs = append(errs, &config.Error{Source: c.rule.Source, Key: c.rule.Key(), Field: c.field,
-				Message: fmt.Sprintf("for gateways in namespace %s: %s; clusters using it wait for it", namespace, problem)})
+				Message: fmt.Sprintf("for gateways in namespace %s: %s; clusters using it wait for it", strings.Join(namespaces, ", "), strings.Join(problems, "; "))})
 		}
 		if c.cert {
-			if sec, problem := clientCertSecret(ref, store); problem != "" {
-				report(fmt.Sprintf("Secret %s %s", ref, problem))
-			} else {
-				out = append(out, sec)
-			}
+			first(func(ref model.SecretRef) (*tlsv3.Secret, string) {
+				sec, problem := clientCertSecret(ref, store)
+				if problem != "" {
+					problem = fmt.Sprintf("Secret %s %s", ref, problem)
+				}
+				return sec, problem
+			})
 		}
 		if c.ca {
-			if sec, problem := listener.CASecret(cluster.CredentialCASecretName(name), ref, store); problem != "" {
-				report(problem)
-			} else {
-				out = append(out, sec)
-			}
+			first(func(ref model.SecretRef) (*tlsv3.Secret, string) {
+				return listener.CASecret(cluster.CredentialCASecretName(name), ref, store)
+			})
 		}
 	}
 	return out, errs
@@ -117,4 +126,22 @@ func clientCertSecret(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secr
 		return nil, "would be rejected by Envoy: " + err.Error()
 	}
 	return sec, ""
+}
+
+// upstreamSecretsFor reads the DestinationRule credentials for the
+// proxies the Gateways select. Istio reads them from the proxy's
+// namespace; a gateway configuration is shared by proxies selected by the
+// same Gateways, so until groups carry the proxy's namespace they are read
+// from the Gateways' namespace, as their credentialNames are (the first,
+// by name, that has the Secret when the Gateways span several).
+func upstreamSecretsFor(push *model.PushContext, gateways []config.Config, store model.SecretStore) ([]*tlsv3.Secret, []*config.Error) {
+	if len(gateways) == 0 || store == nil {
+		return nil, nil
+	}
+	var namespaces []string
+	for _, gw := range gateways {
+		namespaces = append(namespaces, gw.Namespace)
+	}
+	slices.Sort(namespaces)
+	return BuildUpstreamSecrets(push, store, slices.Compact(namespaces)...)
 }
