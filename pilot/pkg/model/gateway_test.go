@@ -73,6 +73,8 @@ func TestMergeGatewaysRejects(t *testing.T) {
 			"spec.servers[0].tls.mode", "tls mode ISTIO_MUTUAL is not served", 0},
 		{"mutual files without CA", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem}}]`,
 			"spec.servers[0].tls.caCertificates", "needs caCertificates", 0},
+		{"caCertCredentialName", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: MUTUAL, credentialName: c, caCertCredentialName: ca}}]`,
+			"spec.servers[0].tls.caCertCredentialName", "caCertCredentialName is not served yet", 0},
 		{"second TCP server", `[{port: {number: 9000, name: a, protocol: TCP}, hosts: ["*"]}, {port: {number: 9000, name: b, protocol: TCP}, hosts: ["*"]}]`,
 			"spec.servers[1].port", "only one TCP server may use a port", 0},
 		{"TCP on an HTTPS port", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: t, protocol: TCP}, hosts: ["*"]}]`,

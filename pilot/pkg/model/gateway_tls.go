@@ -134,10 +134,14 @@ func (mg *MergedGateway) tlsServer(gs GatewayServer) (TLSServer, bool) {
 func (mg *MergedGateway) termination(gs GatewayServer) (SecretRef, bool) {
 	tls := gs.Server.GetTls()
 	switch {
-	case tls.GetCredentialName() != "":
-		return SecretRef{Namespace: gs.Gateway.Namespace, Name: tls.GetCredentialName()}, true
 	case len(tls.GetCredentialNames()) > 0 || len(tls.GetTlsCertificates()) > 0:
 		mg.errorf(gs, "tls", "credentialNames and tlsCertificates are not served yet; use credentialName; server skipped")
+	case tls.GetCaCertCredentialName() != "":
+		// Verifying clients against another CA than the one named would
+		// accept or refuse the wrong clients: the server is not served.
+		mg.errorf(gs, "tls.caCertCredentialName", "caCertCredentialName is not served yet; put the CA in the credentialName Secret (ca.crt) or in Secret NAME-cacert; server skipped")
+	case tls.GetCredentialName() != "":
+		return SecretRef{Namespace: gs.Gateway.Namespace, Name: tls.GetCredentialName()}, true
 	case tls.GetServerCertificate() == "" || tls.GetPrivateKey() == "":
 		mg.errorf(gs, "tls", "%s TLS needs credentialName, or serverCertificate and privateKey; server skipped", tls.GetMode())
 	case gs.Mutual() && tls.GetCaCertificates() == "":

@@ -3,8 +3,12 @@
 // connection manager that fetches its routes ("http.80") over RDS; and one
 // per HTTPS port, with a TLS-terminating filter chain per server, chosen by
 // SNI, whose certificate comes over SDS and whose routes are the server's
-// own ("https.443.NAME.GATEWAY.NAMESPACE"). It also builds the SDS secrets
-// those chains reference (secret.go).
+// own ("https.443.NAME.GATEWAY.NAMESPACE"). TLS servers share such a
+// port: PASSTHROUGH ones with a chain per tls route match forwarding by
+// SNI, terminating ones with their tcp route (tlsport.go, passthrough.go,
+// tcp.go); plain TCP ports get a TCP proxy. It also builds the SDS secrets
+// those chains reference: certificates (secret.go) and the CAs that
+// verify client certificates (tls_secrets.go, mtls.go).
 package listener
 
 import (
