@@ -75,6 +75,17 @@ type MergedGateway struct {
 	// HTTPSServers holds each HTTPS port's servers, in Gateway then server
 	// order. Each becomes one filter chain and one route configuration.
 	HTTPSServers map[uint32][]HTTPSServer
+	// TLSPorts are the ports with TLS servers that do not carry HTTP
+	// (passthrough, or TCP inside terminated TLS), ascending. A port may
+	// also be in HTTPSPorts: its servers share one listener, told apart
+	// by SNI.
+	TLSPorts []uint32
+	// TLSServers holds each TLS port's servers, in Gateway then server order.
+	TLSServers map[uint32][]TLSServer
+	// TCPPorts are the ports with a plain TCP server, ascending.
+	TCPPorts []uint32
+	// TCPServers holds each TCP port's one server.
+	TCPServers map[uint32]GatewayServer
 	// Errors are servers that could not be used.
 	Errors []*config.Error
 }
@@ -101,62 +112,82 @@ func IsHTTPProtocol(p string) bool {
 }
 
 // MergeGateways groups the servers of gws (sorted by namespace and name) by
-// port. A port serves either plain HTTP or HTTPS: the first server on it
-// decides, and servers of the other kind are reported and skipped. Servers
-// whose protocol or TLS mode is not served yet are reported and skipped.
+// port. As in Istio, a port serves one kind of traffic: plain HTTP
+// (servers merged into one route configuration), plain TCP (one server), or
+// TLS (HTTPS and TLS servers, each told apart by SNI). The first server on
+// a port decides; servers of another kind are reported and skipped, and so
+// is a TLS server naming a host an earlier server on its port has. Servers
+// whose protocol or TLS mode is not served are reported and skipped.
 func MergeGateways(gws []config.Config) *MergedGateway {
-	mg := &MergedGateway{Gateways: gws, HTTPServers: map[uint32][]GatewayServer{}, HTTPSServers: map[uint32][]HTTPSServer{}}
-	// sni records, per HTTPS port, which server claimed each SNI name
+	mg := &MergedGateway{Gateways: gws, HTTPServers: map[uint32][]GatewayServer{}, HTTPSServers: map[uint32][]HTTPSServer{},
+		TCPServers: map[uint32]GatewayServer{}, TLSServers: map[uint32][]TLSServer{}}
+	// sni records, per TLS port, which server claimed each SNI name
 	// ("" for the catch-all chain): Envoy rejects a listener with two
 	// filter chains matching the same name.
 	sni := map[uint32]map[string]GatewayServer{}
 	routeNames := map[string]bool{}
+	ports := map[uint32]portClaim{}
 	for _, gw := range gws {
 		for i, s := range gw.Spec.(*networking.Gateway).GetServers() {
 			gs := GatewayServer{Server: s, Gateway: gw.Key(), Source: gw.Source, Index: i}
 			port := s.GetPort().GetNumber()
-			proto := strings.ToUpper(s.GetPort().GetProtocol())
-			switch {
-			case IsHTTPProtocol(proto):
-				if _, ok := mg.HTTPSServers[port]; ok {
-					mg.errorf(gs, "port.protocol", "port %d already serves HTTPS for an earlier server; a port serves either HTTP or HTTPS; server skipped", port)
-					continue
-				}
+			kind, ok := mg.serverKind(gs)
+			if !ok || !mg.claimPort(ports, gs, kind) {
+				continue
+			}
+			switch kind {
+			case kindHTTP:
 				if _, ok := mg.HTTPServers[port]; !ok {
 					mg.HTTPPorts = append(mg.HTTPPorts, port)
 				}
 				mg.HTTPServers[port] = append(mg.HTTPServers[port], gs)
-			case proto == "HTTPS":
-				hs, ok := mg.httpsServer(gs)
+			case kindTCP:
+				mg.TCPPorts = append(mg.TCPPorts, port)
+				mg.TCPServers[port] = gs
+			case kindTLS:
+				if isHTTPSTermination(s) {
+					hs, ok := mg.httpsServer(gs)
+					if !ok {
+						continue
+					}
+					if routeNames[hs.RouteName] {
+						mg.errorf(gs, "port.name", "route configuration %s is already used by another server; port names must be unique within a Gateway; server skipped", hs.RouteName)
+						continue
+					}
+					if sni[port] == nil {
+						sni[port] = map[string]GatewayServer{}
+					}
+					if !mg.claimServerNames(gs, hs.ServerNames, sni[port]) {
+						continue
+					}
+					routeNames[hs.RouteName] = true
+					if _, ok := mg.HTTPSServers[port]; !ok {
+						mg.HTTPSPorts = append(mg.HTTPSPorts, port)
+					}
+					mg.HTTPSServers[port] = append(mg.HTTPSServers[port], hs)
+					continue
+				}
+				ts, ok := mg.tlsServer(gs)
 				if !ok {
-					continue
-				}
-				if _, ok := mg.HTTPServers[port]; ok {
-					mg.errorf(gs, "port.protocol", "port %d already serves plain HTTP for an earlier server; a port serves either HTTP or HTTPS; server skipped", port)
-					continue
-				}
-				if routeNames[hs.RouteName] {
-					mg.errorf(gs, "port.name", "route configuration %s is already used by another server; port names must be unique within a Gateway; server skipped", hs.RouteName)
 					continue
 				}
 				if sni[port] == nil {
 					sni[port] = map[string]GatewayServer{}
 				}
-				if !mg.claimServerNames(&hs, sni[port]) {
+				if !mg.claimServerNames(gs, ts.ServerNames, sni[port]) {
 					continue
 				}
-				routeNames[hs.RouteName] = true
-				if _, ok := mg.HTTPSServers[port]; !ok {
-					mg.HTTPSPorts = append(mg.HTTPSPorts, port)
+				if _, ok := mg.TLSServers[port]; !ok {
+					mg.TLSPorts = append(mg.TLSPorts, port)
 				}
-				mg.HTTPSServers[port] = append(mg.HTTPSServers[port], hs)
-			default:
-				mg.errorf(gs, "port.protocol", "protocol %q is not served yet; only HTTP, HTTP2, GRPC and HTTPS servers are; server skipped", s.GetPort().GetProtocol())
+				mg.TLSServers[port] = append(mg.TLSServers[port], ts)
 			}
 		}
 	}
 	slices.Sort(mg.HTTPPorts)
 	slices.Sort(mg.HTTPSPorts)
+	slices.Sort(mg.TCPPorts)
+	slices.Sort(mg.TLSPorts)
 	return mg
 }
 
@@ -164,90 +195,46 @@ func (mg *MergedGateway) errorf(s GatewayServer, field, format string, args ...a
 	mg.Errors = append(mg.Errors, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(field), Message: fmt.Sprintf(format, args...)})
 }
 
-func (mg *MergedGateway) warnf(s GatewayServer, field, format string, args ...any) {
-	mg.Errors = append(mg.Errors, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(field), Message: fmt.Sprintf(format, args...), Warning: true})
-}
-
-// httpsServer checks an HTTPS server's TLS settings: only SIMPLE
-// termination is served, with the certificate from a Secret or from files.
+// httpsServer checks an HTTPS server that terminates TLS (SIMPLE, MUTUAL
+// or OPTIONAL_MUTUAL), with the certificate from a Secret or from files.
 func (mg *MergedGateway) httpsServer(gs GatewayServer) (HTTPSServer, bool) {
-	tls := gs.Server.GetTls()
-	switch {
-	case tls == nil:
-		mg.errorf(gs, "tls", "tls settings are required for HTTPS servers; server skipped")
-		return HTTPSServer{}, false
-	case tls.GetMode() != networking.ServerTLSSettings_SIMPLE:
-		mg.errorf(gs, "tls.mode", "tls mode %s is not served yet; only SIMPLE is; server skipped", tls.GetMode())
-		return HTTPSServer{}, false
-	}
 	hs := HTTPSServer{GatewayServer: gs, RouteName: HTTPSRouteName(gs.Server.GetPort().GetNumber(), gs.Server.GetPort().GetName(), gs.Gateway)}
-	switch {
-	case tls.GetCredentialName() != "":
-		hs.Credential = SecretRef{Namespace: gs.Gateway.Namespace, Name: tls.GetCredentialName()}
-	case len(tls.GetCredentialNames()) > 0 || len(tls.GetTlsCertificates()) > 0:
-		mg.errorf(gs, "tls", "credentialNames and tlsCertificates are not served yet; use credentialName; server skipped")
-		return HTTPSServer{}, false
-	case tls.GetServerCertificate() == "" || tls.GetPrivateKey() == "":
-		mg.errorf(gs, "tls", "SIMPLE TLS needs credentialName, or serverCertificate and privateKey; server skipped")
+	var ok bool
+	hs.Credential, ok = mg.termination(gs)
+	if !ok {
 		return HTTPSServer{}, false
 	}
-	for _, h := range gs.Server.GetHosts() {
-		if _, name, ok := strings.Cut(h, "/"); ok {
-			h = name
-		}
-		h = strings.ToLower(h)
-		if h == "*" {
-			hs.ServerNames = nil
-			return hs, true
-		}
-		// Envoy matches a wildcard only as the whole leftmost label.
-		if strings.HasPrefix(h, "*") && !strings.HasPrefix(h, "*.") {
-			mg.errorf(gs, "hosts", "host %q cannot be matched by SNI: a wildcard must be the whole leftmost label (*.example.com); host left out", h)
-			continue
-		}
-		hs.ServerNames = append(hs.ServerNames, h)
-	}
-	slices.Sort(hs.ServerNames)
-	hs.ServerNames = slices.Compact(hs.ServerNames)
-	if len(hs.ServerNames) == 0 {
-		mg.errorf(gs, "hosts", "no host can be matched by SNI; server skipped")
+	hs.ServerNames, ok = mg.serverNames(gs)
+	if !ok {
 		return HTTPSServer{}, false
 	}
 	return hs, true
 }
 
-// claimServerNames gives hs the SNI names no earlier server on the port
-// has. Envoy rejects a listener whose filter chains match the same name,
-// so the first server keeps a contested name and later ones lose it.
-func (mg *MergedGateway) claimServerNames(hs *HTTPSServer, claimed map[string]GatewayServer) bool {
-	if len(hs.ServerNames) == 0 {
+// claimServerNames records the SNI names (nil: any) of a TLS server on
+// its port. As in Istio, a server naming a host that an earlier server on
+// the port has is skipped whole: Envoy rejects a listener whose filter
+// chains match the same name, and keeping part of a server would serve
+// its hosts with another server's certificate or routes.
+func (mg *MergedGateway) claimServerNames(gs GatewayServer, names []string, claimed map[string]GatewayServer) bool {
+	port := gs.Server.GetPort().GetNumber()
+	if len(names) == 0 {
 		if prev, ok := claimed[""]; ok {
-			mg.errorf(hs.GatewayServer, "hosts", "host * on port %d is already served by %s %s; server skipped", hs.Server.GetPort().GetNumber(), prev.Gateway, prev.Field(""))
+			mg.errorf(gs, "hosts", "host * on port %d is already served by %s %s; server skipped", port, prev.Gateway, prev.Field(""))
 			return false
 		}
-		claimed[""] = hs.GatewayServer
+		claimed[""] = gs
 		return true
 	}
-	var kept, lost []string
-	for _, n := range hs.ServerNames {
-		if _, ok := claimed[n]; ok {
-			lost = append(lost, n)
-			continue
+	for _, n := range names {
+		if prev, ok := claimed[n]; ok {
+			mg.errorf(gs, "hosts", "host %s on port %d is already served by %s %s; a host is served by one server per port; server skipped", n, port, prev.Gateway, prev.Field(""))
+			return false
 		}
-		kept = append(kept, n)
 	}
-	if len(kept) == 0 {
-		mg.errorf(hs.GatewayServer, "hosts", "every host on port %d (%s) is already served by earlier servers; server skipped", hs.Server.GetPort().GetNumber(), strings.Join(lost, ", "))
-		return false
+	for _, n := range names {
+		claimed[n] = gs
 	}
-	for _, n := range lost {
-		prev := claimed[n]
-		mg.warnf(hs.GatewayServer, "hosts", "SNI name %s on port %d is already served by %s %s; left out of this server", n, hs.Server.GetPort().GetNumber(), prev.Gateway, prev.Field(""))
-	}
-	for _, n := range kept {
-		claimed[n] = hs.GatewayServer
-	}
-	hs.ServerNames = kept
 	return true
 }
 

@@ -46,8 +46,11 @@ spec:
 	if b.RouteName != "https.443.https-files.b.ns" || len(b.ServerNames) != 0 || b.Credential != (SecretRef{}) {
 		t.Errorf("file server (host * matches any SNI) %+v", b)
 	}
-	if len(mg.Errors) != 1 || mg.Errors[0].Field != "spec.servers[2].port.protocol" || mg.Errors[0].Key.Name != "b" {
-		t.Errorf("only TCP reported as not served yet: %v", mg.Errors)
+	if len(mg.Errors) != 0 {
+		t.Errorf("errors %v", mg.Errors)
+	}
+	if !slices.Equal(mg.TCPPorts, []uint32{31400}) || mg.TCPServers[31400].Gateway.Name != "b" {
+		t.Errorf("TCP ports %v servers %+v", mg.TCPPorts, mg.TCPServers)
 	}
 	if ListenerName(80) != "0.0.0.0_80" || RouteName(80) != "http.80" {
 		t.Error("Istio names")
@@ -66,10 +69,18 @@ func TestMergeGatewaysRejects(t *testing.T) {
 	}{
 		{"no tls", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"]}]`,
 			"spec.servers[0].tls", "tls settings are required", 0},
-		{"passthrough", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: PASSTHROUGH}}]`,
-			"spec.servers[0].tls.mode", "tls mode PASSTHROUGH is not served yet", 0},
-		{"mutual", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: MUTUAL, credentialName: c}}]`,
-			"spec.servers[0].tls.mode", "tls mode MUTUAL is not served yet", 0},
+		{"istio mutual", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: ISTIO_MUTUAL}}]`,
+			"spec.servers[0].tls.mode", "tls mode ISTIO_MUTUAL is not served", 0},
+		{"mutual files without CA", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem}}]`,
+			"spec.servers[0].tls.caCertificates", "needs caCertificates", 0},
+		{"caCertCredentialName", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: MUTUAL, credentialName: c, caCertCredentialName: ca}}]`,
+			"spec.servers[0].tls.caCertCredentialName", "caCertCredentialName is not served yet", 0},
+		{"second TCP server", `[{port: {number: 9000, name: a, protocol: TCP}, hosts: ["*"]}, {port: {number: 9000, name: b, protocol: TCP}, hosts: ["*"]}]`,
+			"spec.servers[1].port", "only one TCP server may use a port", 0},
+		{"TCP on an HTTPS port", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: t, protocol: TCP}, hosts: ["*"]}]`,
+			"spec.servers[1].port.protocol", "port 443 already serves TLS", 1},
+		{"passthrough host taken", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: [a.com], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: t, protocol: TLS}, hosts: [a.com, b.com], tls: {mode: PASSTHROUGH}}]`,
+			"spec.servers[1].hosts", "host a.com on port 443 is already served by Gateway ns/gw spec.servers[0]", 1},
 		{"no certificate", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, serverCertificate: /c.pem}}]`,
 			"spec.servers[0].tls", "needs credentialName, or serverCertificate and privateKey", 0},
 		{"credentialNames", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialNames: [a, b]}}]`,
@@ -77,11 +88,11 @@ func TestMergeGatewaysRejects(t *testing.T) {
 		{"HTTPS on an HTTP port", `[{port: {number: 80, name: h, protocol: HTTP}, hosts: ["*"]}, {port: {number: 80, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}]`,
 			"spec.servers[1].port.protocol", "already serves plain HTTP", 0},
 		{"HTTP on an HTTPS port", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: h, protocol: HTTP}, hosts: ["*"]}]`,
-			"spec.servers[1].port.protocol", "already serves HTTPS", 1},
+			"spec.servers[1].port.protocol", "port 443 already serves TLS", 1},
 		{"two catch-alls", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: t, protocol: HTTPS}, hosts: ["ns/*"], tls: {mode: SIMPLE, credentialName: d}}]`,
 			"spec.servers[1].hosts", "host * on port 443 is already served by Gateway ns/gw spec.servers[0]", 1},
 		{"same SNI", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: [a.com], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: t, protocol: HTTPS}, hosts: [a.com], tls: {mode: SIMPLE, credentialName: d}}]`,
-			"spec.servers[1].hosts", "every host on port 443 (a.com) is already served", 1},
+			"spec.servers[1].hosts", "host a.com on port 443 is already served by Gateway ns/gw spec.servers[0]", 1},
 		{"duplicate port name", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: [a.com], tls: {mode: SIMPLE, credentialName: c}}, {port: {number: 443, name: s, protocol: HTTPS}, hosts: [b.com], tls: {mode: SIMPLE, credentialName: d}}]`,
 			"spec.servers[1].port.name", "route configuration https.443.s.gw.ns is already used", 1},
 		{"partial wildcard", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*a.com"], tls: {mode: SIMPLE, credentialName: c}}]`,
@@ -107,8 +118,8 @@ func TestMergeGatewaysRejects(t *testing.T) {
 	}
 }
 
-// A name contested by two servers stays with the first; the second keeps
-// the rest of its names, with a warning.
+// A name contested by two servers stays with the first; as in Istio, the
+// second server is skipped whole rather than served with part of its hosts.
 func TestMergeGatewaysSharedSNI(t *testing.T) {
 	store := parseStore(t, `
 apiVersion: networking.istio.io/v1
@@ -118,15 +129,58 @@ spec:
   servers:
   - {port: {number: 443, name: a, protocol: HTTPS}, hosts: [a.com], tls: {mode: SIMPLE, credentialName: a}}
   - {port: {number: 443, name: b, protocol: HTTPS}, hosts: [a.com, b.com], tls: {mode: SIMPLE, credentialName: b}}
+  - {port: {number: 443, name: c, protocol: TLS}, hosts: [c.com], tls: {mode: PASSTHROUGH}}
+  - {port: {number: 443, name: d, protocol: TLS}, hosts: [d.com], tls: {mode: MUTUAL, credentialName: d}}
 `)
 	mg := MergeGateways(store.List(schema.Gateway, ""))
 	ss := mg.HTTPSServers[443]
-	if len(ss) != 2 || !slices.Equal(ss[0].ServerNames, []string{"a.com"}) || !slices.Equal(ss[1].ServerNames, []string{"b.com"}) {
+	if len(ss) != 1 || !slices.Equal(ss[0].ServerNames, []string{"a.com"}) {
 		t.Fatalf("servers %+v", ss)
 	}
-	if len(mg.Errors) != 1 || !mg.Errors[0].Warning || !strings.Contains(mg.Errors[0].Message, "SNI name a.com on port 443 is already served") {
+	if len(mg.Errors) != 1 || mg.Errors[0].Warning || mg.Errors[0].Field != "spec.servers[1].hosts" ||
+		!strings.Contains(mg.Errors[0].Message, "host a.com on port 443 is already served") {
 		t.Errorf("errors %v", mg.Errors)
 	}
+	ts := mg.TLSServers[443]
+	if !slices.Equal(mg.TLSPorts, []uint32{443}) || len(ts) != 2 || !ts[0].Passthrough || ts[1].Passthrough ||
+		ts[1].Credential != (SecretRef{Namespace: "ns", Name: "d"}) || !ts[1].Mutual() || ts[1].Credential.CASDSName() != "kubernetes://ns/d-cacert" {
+		t.Errorf("TLS servers %+v", ts)
+	}
+}
+
+func TestCAForCredential(t *testing.T) {
+	secrets := map[string]map[string][]byte{
+		"ns/own":          {"tls.crt": []byte("C"), "tls.key": []byte("K"), "ca.crt": []byte("CA1"), "ca.crl": []byte("CRL1")},
+		"ns/split":        {"tls.crt": []byte("C"), "tls.key": []byte("K")},
+		"ns/split-cacert": {"cacert": []byte("CA2")},
+		"ns/none":         {"tls.crt": []byte("C"), "tls.key": []byte("K")},
+	}
+	store := dataStore(secrets)
+	cases := []struct {
+		name, ca, crl, from string
+		ok                  bool
+	}{
+		{"own", "CA1", "CRL1", "ns/own", true},
+		{"split", "CA2", "", "ns/split-cacert", true},
+		{"none", "", "", "", false},
+	}
+	for _, tc := range cases {
+		ca, crl, from, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: tc.name})
+		if ok != tc.ok || string(ca) != tc.ca || string(crl) != tc.crl || (ok && from.String() != tc.from) {
+			t.Errorf("%s: got %q %q %v %v", tc.name, ca, crl, from, ok)
+		}
+	}
+	if _, _, _, ok := CAForCredential(SecretStoreFunc(func(string, string) ([]byte, []byte, bool) { return nil, nil, true }), SecretRef{Name: "own"}); ok {
+		t.Error("a store without SecretData serves no CA")
+	}
+}
+
+type dataStore map[string]map[string][]byte
+
+func (d dataStore) Secret(ns, name string) ([]byte, []byte, bool) { return TLSKeyPair(d[ns+"/"+name]) }
+func (d dataStore) SecretData(ns, name string) (map[string][]byte, bool) {
+	v, ok := d[ns+"/"+name]
+	return v, ok
 }
 
 func TestTLSKeyPair(t *testing.T) {

@@ -112,6 +112,8 @@ type fakeGenerator struct {
 	extraListeners []*listener.Listener
 	extraRoutes    []*route.RouteConfiguration
 	extraSecrets   []*tlsv3.Secret
+	// upstreamSecrets are returned as every group's UpstreamSecrets.
+	upstreamSecrets []*tlsv3.Secret
 }
 
 var adsSource = &core.ConfigSource{ResourceApiVersion: core.ApiVersion_V3,
@@ -241,6 +243,7 @@ func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.
 	out.Listeners = append(out.Listeners, g.extraListeners...)
 	out.Routes = append(out.Routes, g.extraRoutes...)
 	out.Secrets = append(out.Secrets, g.extraSecrets...)
+	out.UpstreamSecrets = append(out.UpstreamSecrets, g.upstreamSecrets...)
 	g.mu.Unlock()
 	return out
 }

@@ -58,7 +58,11 @@ type GatewayResources struct {
 	Listeners []*listener.Listener
 	Routes    []*route.RouteConfiguration
 	Secrets   []*tlsv3.Secret
-	Errors    []*config.Error
+	// UpstreamSecrets are the certificates the clusters fetch over SDS
+	// (DestinationRule credentialNames) for this group's proxies; those
+	// no cluster names are dropped.
+	UpstreamSecrets []*tlsv3.Secret
+	Errors          []*config.Error
 }
 
 // ProxylessResources is the output of Generator.BuildProxyless.

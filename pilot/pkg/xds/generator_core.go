@@ -35,7 +35,7 @@ func (CoreGenerator) BuildEndpoints(push *model.PushContext) EndpointResources {
 // BuildGateway calls core.BuildGatewayWithSecrets.
 func (g CoreGenerator) BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
 	r := core.BuildGatewayWithSecrets(push, gateways, g.Secrets)
-	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Secrets: r.Secrets, Errors: r.Errors}
+	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Secrets: r.Secrets, UpstreamSecrets: r.UpstreamSecrets, Errors: r.Errors}
 }
 
 // BuildProxyless calls grpcgen.Build.

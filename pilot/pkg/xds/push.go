@@ -206,6 +206,9 @@ func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.C
 	res, err := s.buildGateway(st.push, gws)
 	if err == nil {
 		g.listeners, g.routes, g.secrets, g.errors = gatewayResources(s.intern, "gateway/"+key, res)
+		var uerrs []*config.Error
+		g.secrets, uerrs = withUpstreamSecrets(s.intern, "gateway/"+key, st.clusters, g.secrets, res.UpstreamSecrets)
+		g.errors = append(g.errors, uerrs...)
 		v := newView(st.clusters, st.endpoints, g.listeners, g.routes, g.secrets)
 		if err = v.consistent(); err == nil {
 			g.view = v

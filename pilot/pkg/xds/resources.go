@@ -196,7 +196,10 @@ func (v *view) consistent() error {
 			for _, r := range v.sets[from].items {
 				for _, n := range r.refs[t] {
 					used[n] = true
-					if v.sets[t].byName[n] == nil {
+					// A cluster's secret comes from the proxy's namespace
+					// and may be missing there; translation reports it and
+					// Envoy keeps only that cluster warming.
+					if v.sets[t].byName[n] == nil && (from != cdsIdx || t != sdsIdx) {
 						errs = append(errs, fmt.Sprintf("%s %s refers to missing %s %s", shortType(servedTypes[from]), r.name, shortType(servedTypes[t]), n))
 					}
 				}
@@ -371,6 +374,9 @@ func references(m proto.Message) [numTypes][]string {
 	case *cluster.Cluster:
 		refs := cache.GetResourceReferences(map[string]types.ResourceWithTTL{v.GetName(): {Resource: v}})
 		set(edsIdx, refs[resource.EndpointType])
+		secrets := map[string]bool{}
+		upstreamSDSNames(v.GetTransportSocket(), secrets)
+		set(sdsIdx, secrets)
 	case *listener.Listener:
 		refs := cache.GetResourceReferences(map[string]types.ResourceWithTTL{v.GetName(): {Resource: v}})
 		routes := refs[resource.RouteType]

@@ -197,6 +197,7 @@ func (v *validator) serverTLS(f string, t *networking.ServerTLSSettings) {
 			v.add(cf, "serverCertificate and privateKey are both required")
 		}
 	}
+	v.clientChecks(f, t)
 	if !modeOK {
 		return
 	}

@@ -149,6 +149,24 @@ func TestGateway(t *testing.T) {
 			tlsOf(g).PrivateKey = "/etc/certs/tls.key"
 		}, want: []string{"spec.servers[1].tls.serverCertificate"}, msg: "serverCertificate"},
 		{name: "MUTUAL with credential", mutate: func(g *gw) { tlsOf(g).Mode = mutual }},
+		{name: "MUTUAL with client checks", mutate: func(g *gw) {
+			tlsOf(g).Mode = mutual
+			tlsOf(g).SubjectAltNames = []string{"client.example.com"}
+			tlsOf(g).VerifyCertificateSpki = []string{"PuvIqUppKu+IGTy9YyQF6KFGHiwYMOKu2BMPntWVnyU="}
+			tlsOf(g).VerifyCertificateHash = []string{"7f:fd:cf:2a:d9:6a:38:7f:69:65:19:c4:01:ca:60:e4:d7:fd:cc:10:2f:a9:16:ba:1f:e5:cf:cc:ac:8d:84:67"}
+		}},
+		{name: "bad SPKI pin", mutate: func(g *gw) {
+			tlsOf(g).VerifyCertificateSpki = []string{"PuvIqUppKu+IGTy9YyQF6KFGHiwYMOKu2BMPntWVnyU=", "abc"}
+		},
+			want: []string{"spec.servers[1].tls.verifyCertificateSpki[1]"}, msg: "base64-encoded SHA-256"},
+		{name: "bad certificate hash", mutate: func(g *gw) { tlsOf(g).VerifyCertificateHash = []string{"7ffd"} },
+			want: []string{"spec.servers[1].tls.verifyCertificateHash[0]"}, msg: "hex-encoded SHA-256"},
+		{name: "empty subject alt name", mutate: func(g *gw) { tlsOf(g).SubjectAltNames = []string{""} },
+			want: []string{"spec.servers[1].tls.subjectAltNames[0]"}, msg: "must not be empty"},
+		{name: "PASSTHROUGH TLS server", mutate: func(g *gw) {
+			g.Servers[1].Port.Protocol = "TLS"
+			*tlsOf(g) = networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH}
+		}},
 		{name: "MUTUAL with files", mutate: func(g *gw) {
 			*tlsOf(g) = networking.ServerTLSSettings{Mode: mutual, ServerCertificate: "/c", PrivateKey: "/k", CaCertificates: "/ca"}
 		}},

@@ -30,9 +30,9 @@ func CredentialCASecretName(credentialName string) string {
 // an agent, so Envoy is given the file directly.
 const SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
-// applyTLS originates TLS for the policy's tls settings. Only SIMPLE is
-// supported; MUTUAL and ISTIO_MUTUAL are reported and the cluster stays
-// plaintext. Settings Envoy would reject are reported with drop set: the
+// applyTLS originates TLS for the policy's tls settings: SIMPLE, and
+// MUTUAL with a client certificate (mtls.go); ISTIO_MUTUAL is reported and
+// the cluster stays plaintext. Settings Envoy would reject are reported with drop set: the
 // cluster must then not be built, since plaintext is not what was asked
 // for. As in istiod 1.29, SIMPLE verifies the server's chain against
 // caCertificates, a credentialName's CA, or else the system roots, and the
@@ -44,7 +44,7 @@ func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host str
 	switch tls.GetMode() {
 	case networking.ClientTLSSettings_DISABLE:
 		return nil, false
-	case networking.ClientTLSSettings_SIMPLE:
+	case networking.ClientTLSSettings_SIMPLE, networking.ClientTLSSettings_MUTUAL:
 	default:
 		return pol.Error(pol.TLSField+".mode", "TLS mode %s is not supported yet; requests to %s are sent without TLS", tls.GetMode(), host), false
 	}
@@ -81,6 +81,11 @@ func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host str
 		}
 		common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
 		verifying = true
+	}
+	if tls.GetMode() == networking.ClientTLSSettings_MUTUAL {
+		if e := applyClientCertificate(common, pol, host); e != nil {
+			return e, true
+		}
 	}
 	if h.h2 {
 		common.AlpnProtocols = []string{"h2"}

@@ -99,9 +99,8 @@ func TestTLSSimpleCredentialAndUnverified(t *testing.T) {
 	}
 }
 
-func TestTLSDisableAndMutualUnsupported(t *testing.T) {
+func TestTLSDisableAndIstioMutualUnsupported(t *testing.T) {
 	cs, errs := build(t, join(backend,
-		se("ext", "partner.example.com", "DNS", ""),
 		dr("r", "backend.example.com", `  trafficPolicy:
     loadBalancer: {simple: RANDOM}
     tls: {mode: ISTIO_MUTUAL}
@@ -109,11 +108,6 @@ func TestTLSDisableAndMutualUnsupported(t *testing.T) {
   - name: v1
     labels: {version: v1}
     trafficPolicy: {tls: {mode: DISABLE}}
-`),
-		dr("p", "partner.example.com", `  trafficPolicy:
-    portLevelSettings:
-    - port: {number: 80}
-      tls: {mode: MUTUAL, credentialName: client}
 `)))
 	for name, c := range cs {
 		if c.GetTransportSocket() != nil {
@@ -124,14 +118,47 @@ func TestTLSDisableAndMutualUnsupported(t *testing.T) {
 		t.Errorf("the rule's other settings must still apply, lb %s", lb)
 	}
 	// One error per rule although ISTIO_MUTUAL governs two clusters.
-	if len(errs) != 2 {
-		t.Fatalf("errors %v, want 2", errs)
+	if len(errs) != 1 {
+		t.Fatalf("errors %v, want 1", errs)
 	}
 	if e := errs[0]; e.Key.Name != "r" || e.Field != "spec.trafficPolicy.tls.mode" || e.Warning {
 		t.Errorf("first error %+v", e)
 	}
-	if e := errs[1]; e.Key.Name != "p" || e.Field != "spec.trafficPolicy.portLevelSettings[0].tls.mode" {
-		t.Errorf("second error %+v", e)
+}
+
+func TestTLSMutual(t *testing.T) {
+	cs, errs := build(t, join(se("ext", "creds.example.com, files.example.com", "DNS", ""),
+		dr("creds", "creds.example.com", `  trafficPolicy:
+    portLevelSettings:
+    - port: {number: 80}
+      tls: {mode: MUTUAL, credentialName: client, sni: creds.internal, subjectAltNames: [creds.internal]}
+`),
+		dr("files", "files.example.com", "  trafficPolicy: {tls: {mode: MUTUAL, clientCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem}}")))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ctx := tlsContext(t, get(t, cs, "outbound|80||creds.example.com"))
+	common := ctx.GetCommonTlsContext()
+	if certs := common.GetTlsCertificateSdsSecretConfigs(); len(certs) != 1 || certs[0].GetName() != "kubernetes://client" || certs[0].GetSdsConfig().GetAds() == nil {
+		t.Errorf("client certificate over SDS: %v", certs)
+	}
+	combined := common.GetCombinedValidationContext()
+	if combined.GetValidationContextSdsSecretConfig().GetName() != "kubernetes://client-cacert" ||
+		combined.GetDefaultValidationContext().GetMatchTypedSubjectAltNames()[0].GetMatcher().GetExact() != "creds.internal" {
+		t.Errorf("CA and names: %v", combined)
+	}
+	if ctx.GetSni() != "creds.internal" {
+		t.Errorf("sni %q", ctx.GetSni())
+	}
+	if tlsContext(t, get(t, cs, "outbound|9090||creds.example.com")) != nil {
+		t.Error("port-level MUTUAL applies to port 80 only")
+	}
+	files := tlsContext(t, get(t, cs, "outbound|80||files.example.com")).GetCommonTlsContext()
+	if c := files.GetTlsCertificates(); len(c) != 1 || c[0].GetCertificateChain().GetFilename() != "/c.pem" || c[0].GetPrivateKey().GetFilename() != "/k.pem" {
+		t.Errorf("client certificate files: %v", c)
+	}
+	if files.GetValidationContext().GetTrustedCa().GetFilename() != "/ca.pem" {
+		t.Errorf("CA file: %v", files.GetValidationContext())
 	}
 }
 

@@ -37,7 +37,11 @@ type GatewayResources struct {
 	// Secrets are the certificates the HTTPS listeners fetch over SDS
 	// (named "kubernetes://NAMESPACE/NAME"): exactly those referenced.
 	Secrets []*tlsv3.Secret
-	Errors  []*config.Error
+	// UpstreamSecrets are the client certificates and CAs the clusters
+	// fetch for DestinationRule credentialNames ("kubernetes://NAME"),
+	// read from the Gateways' namespace (see BuildUpstreamSecrets).
+	UpstreamSecrets []*tlsv3.Secret
+	Errors          []*config.Error
 }
 
 // BuildGateway translates the Gateways selecting a proxy (as returned by
@@ -70,8 +74,15 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 	var errs []*config.Error
 	out.Secrets, mg, errs = listener.BuildSecrets(mg, secrets)
 	out.Errors = append(out.Errors, errs...)
+	var tlsSecrets []*tlsv3.Secret
+	tlsSecrets, mg, errs = listener.BuildTLSSecrets(mg, secrets)
+	out.Secrets = listener.ReferencedSecrets(mg, mergeSecrets(out.Secrets, tlsSecrets))
+	out.Errors = append(out.Errors, errs...)
 
-	listeners, errs := listener.BuildGatewayListeners(mg)
+	out.UpstreamSecrets, errs = upstreamSecretsFor(push, gateways, secrets)
+	out.Errors = append(out.Errors, errs...)
+
+	listeners, errs := listener.BuildGatewayListeners(push, mg)
 	out.Listeners = listeners
 	out.Errors = append(out.Errors, errs...)
 
@@ -93,6 +104,13 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 	}
 	slices.SortFunc(out.Routes, func(a, b *routev3.RouteConfiguration) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// mergeSecrets joins two name-sorted secret lists, keeping one of each name.
+func mergeSecrets(a, b []*tlsv3.Secret) []*tlsv3.Secret {
+	out := slices.Concat(a, b)
+	slices.SortStableFunc(out, func(x, y *tlsv3.Secret) int { return strings.Compare(x.Name, y.Name) })
+	return slices.CompactFunc(out, func(x, y *tlsv3.Secret) bool { return x.Name == y.Name })
 }
 
 // rdsNames are the route configurations a gateway listener fetches: one

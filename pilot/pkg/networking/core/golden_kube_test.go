@@ -102,6 +102,12 @@ func (k kubeObjects) Secret(namespace, name string) (cert, key []byte, ok bool) 
 	return model.TLSKeyPair(k.secrets[namespace+"/"+name])
 }
 
+// SecretData serves the Secret documents' data (CA bundles and CRLs).
+func (k kubeObjects) SecretData(namespace, name string) (map[string][]byte, bool) {
+	d, ok := k.secrets[namespace+"/"+name]
+	return d, ok
+}
+
 // Services turns Service documents into registry services: ports with the
 // protocol their name announces (Istio's convention), no endpoints.
 func (k kubeObjects) Services() []*model.Service {
@@ -135,8 +141,12 @@ func secretRefs(t *testing.T, tr translation) []string {
 	var out []string
 	for _, l := range tr.gateway.Listeners {
 		for _, fc := range l.GetFilterChains() {
-			for _, sds := range tlsContext(t, fc.GetTransportSocket()).GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+			common := tlsContext(t, fc.GetTransportSocket()).GetCommonTlsContext()
+			for _, sds := range common.GetTlsCertificateSdsSecretConfigs() {
 				out = append(out, sds.GetName())
+			}
+			if ca := common.GetCombinedValidationContext().GetValidationContextSdsSecretConfig(); ca != nil {
+				out = append(out, ca.GetName())
 			}
 		}
 	}

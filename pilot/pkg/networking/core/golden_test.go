@@ -106,6 +106,9 @@ func render(t *testing.T, tr translation) []byte {
 	if len(tr.gateway.Secrets) > 0 {
 		golden.Section(t, &b, "secrets", tr.gateway.Secrets)
 	}
+	if len(tr.gateway.UpstreamSecrets) > 0 {
+		golden.Section(t, &b, "upstreamSecrets", tr.gateway.UpstreamSecrets)
+	}
 	golden.Section(t, &b, "clusters", tr.services.Clusters)
 	golden.Section(t, &b, "endpoints", tr.services.Endpoints)
 	msgs := make([]string, 0, len(tr.errors))
@@ -156,6 +159,12 @@ func checkResources(t *testing.T, tr translation) {
 		unique("secret", s.Name)
 		add(resourcev3.SecretType, s.Name, s)
 		secretNames = append(secretNames, s.Name)
+	}
+	for _, s := range tr.gateway.UpstreamSecrets {
+		unique("upstream secret", s.Name)
+		if err := validateDeep(s); err != nil {
+			t.Errorf("upstream secret %s fails validation: %v", s.Name, err)
+		}
 	}
 	// go-control-plane does not check SDS references: every secret a
 	// listener names must be there (or the listener stays warming), and

@@ -5,7 +5,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -13,65 +12,16 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
 // ALPNProtocols are offered by every HTTPS chain: HTTP/2 first, then
 // HTTP/1.1, as Istio offers them on gateway HTTPS servers.
 var ALPNProtocols = []string{"h2", "http/1.1"}
 
-// buildHTTPSListener builds the listener of one HTTPS port: a TLS
-// inspector reads the client's SNI, and each server has its own filter
-// chain matching its hosts. A chain Envoy would reject is reported and
-// left out; without any chain there is no listener.
-func buildHTTPSListener(port uint32, servers []model.HTTPSServer) (*listenerv3.Listener, []*config.Error) {
-	var errs []*config.Error
-	var chains []*listenerv3.FilterChain
-	for _, s := range servers {
-		fc, err := httpsFilterChain(port, s)
-		if err != nil {
-			errs = append(errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
-				Message: fmt.Sprintf("filter chain for server %s on listener %s would be rejected by Envoy and is not built: %v", s.Server.GetPort().GetName(), model.ListenerName(port), err)})
-			continue
-		}
-		chains = append(chains, fc)
-	}
-	if len(chains) == 0 {
-		return nil, errs
-	}
-	inspector, err := anypb.New(&tlsinspectorv3.TlsInspector{})
-	if err != nil {
-		return nil, append(errs, &config.Error{Message: "tls inspector: " + err.Error()})
-	}
-	l := &listenerv3.Listener{
-		Name: model.ListenerName(port),
-		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-			Address:       "0.0.0.0",
-			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
-		}}},
-		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-		// SNI is only known once the TLS inspector has read the
-		// ClientHello; without it no server_names match would apply.
-		ListenerFilters: []*listenerv3.ListenerFilter{{
-			Name:       wellknown.TlsInspector,
-			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: inspector},
-		}},
-		FilterChains: chains,
-	}
-	if err := l.ValidateAll(); err != nil {
-		for _, s := range servers {
-			errs = append(errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
-				Message: fmt.Sprintf("listener %s would be rejected by Envoy and is not built: %v", model.ListenerName(port), err)})
-		}
-		return nil, errs
-	}
-	return l, errs
-}
-
 // httpsFilterChain is one server's chain: match its SNI names, terminate
 // TLS with its certificate, and route with its own route configuration.
 func httpsFilterChain(port uint32, s model.HTTPSServer) (*listenerv3.FilterChain, error) {
-	tlsCtx, err := downstreamTLS(s)
+	tlsCtx, err := downstreamTLS(s.GatewayServer, s.Credential)
 	if err != nil {
 		return nil, err
 	}
@@ -108,17 +58,17 @@ func httpsFilterChain(port uint32, s model.HTTPSServer) (*listenerv3.FilterChain
 
 // downstreamTLS is the server's TLS termination: its certificate over SDS
 // (credentialName) or from files on the proxy, its protocol versions and
-// cipher suites. Client certificates are not asked for (SIMPLE mode).
-func downstreamTLS(s model.HTTPSServer) (*tlsv3.DownstreamTlsContext, error) {
+// cipher suites, and how client certificates are verified (mtls.go).
+func downstreamTLS(s model.GatewayServer, credential model.SecretRef) (*tlsv3.DownstreamTlsContext, error) {
 	tls := s.Server.GetTls()
 	params, err := tlsParams(tls)
 	if err != nil {
 		return nil, err
 	}
 	common := &tlsv3.CommonTlsContext{TlsParams: params, AlpnProtocols: ALPNProtocols}
-	if s.Credential != (model.SecretRef{}) {
+	if credential != (model.SecretRef{}) {
 		common.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{
-			Name:      s.Credential.SDSName(),
+			Name:      credential.SDSName(),
 			SdsConfig: adsConfigSource(),
 		}}
 	} else {
@@ -128,9 +78,10 @@ func downstreamTLS(s model.HTTPSServer) (*tlsv3.DownstreamTlsContext, error) {
 			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: tls.GetPrivateKey()}},
 		}}
 	}
+	applyClientValidation(common, s, credential)
 	return &tlsv3.DownstreamTlsContext{
 		CommonTlsContext:         common,
-		RequireClientCertificate: wrapperspb.Bool(false),
+		RequireClientCertificate: wrapperspb.Bool(tls.GetMode() == networking.ServerTLSSettings_MUTUAL),
 	}, nil
 }
 

@@ -64,7 +64,7 @@ func TestHTTPSListener(t *testing.T) {
 	if err := secrets[0].ValidateAll(); err != nil {
 		t.Error(err)
 	}
-	ls, errs := BuildGatewayListeners(served)
+	ls, errs := BuildGatewayListeners(nil, served)
 	if len(errs) != 0 {
 		t.Fatalf("errors %v", errs)
 	}
@@ -175,7 +175,7 @@ func TestBuildSecretsDropsServersWithoutCertificate(t *testing.T) {
 	if e := errs[1]; e.Field != "spec.servers[2].tls.credentialName" || !strings.Contains(e.Message, "Secret istio-system/swapped holds no usable certificate and key") {
 		t.Errorf("swapped: %v", e)
 	}
-	ls, lerrs := BuildGatewayListeners(served)
+	ls, lerrs := BuildGatewayListeners(nil, served)
 	if len(lerrs) != 0 || len(ls) != 1 || len(ls[0].GetFilterChains()) != 2 {
 		t.Errorf("listeners %v errors %v", ls, lerrs)
 	}
@@ -185,7 +185,7 @@ func TestBuildSecretsDropsServersWithoutCertificate(t *testing.T) {
 	if len(secrets) != 0 || len(served.HTTPSPorts) != 0 || len(errs) != 4 {
 		t.Errorf("nil store: %v %v %v", secrets, served.HTTPSPorts, errs)
 	}
-	if ls, _ := BuildGatewayListeners(served); len(ls) != 0 {
+	if ls, _ := BuildGatewayListeners(nil, served); len(ls) != 0 {
 		t.Errorf("listeners %v", ls)
 	}
 }
@@ -199,7 +199,7 @@ func TestInvalidHTTPSChainIsReported(t *testing.T) {
 		t.Fatalf("served %v", served.HTTPSServers)
 	}
 	// Both servers reach the listener when the secret check is skipped.
-	ls, errs := BuildGatewayListeners(mg)
+	ls, errs := BuildGatewayListeners(nil, mg)
 	if len(ls) != 1 || len(ls[0].GetFilterChains()) != 1 || ls[0].GetFilterChains()[0].GetFilterChainMatch().GetServerNames()[0] != "b.com" {
 		t.Errorf("listeners %v", ls)
 	}

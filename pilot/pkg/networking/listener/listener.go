@@ -3,8 +3,12 @@
 // connection manager that fetches its routes ("http.80") over RDS; and one
 // per HTTPS port, with a TLS-terminating filter chain per server, chosen by
 // SNI, whose certificate comes over SDS and whose routes are the server's
-// own ("https.443.NAME.GATEWAY.NAMESPACE"). It also builds the SDS secrets
-// those chains reference (secret.go).
+// own ("https.443.NAME.GATEWAY.NAMESPACE"). TLS servers share such a
+// port: PASSTHROUGH ones with a chain per tls route match forwarding by
+// SNI, terminating ones with their tcp route (tlsport.go, passthrough.go,
+// tcp.go); plain TCP ports get a TCP proxy. It also builds the SDS secrets
+// those chains reference: certificates (secret.go) and the CAs that
+// verify client certificates (tls_secrets.go, mtls.go).
 package listener
 
 import (
@@ -34,10 +38,12 @@ import (
 // typed_per_filter_config under the first two names; the router comes last.
 var HTTPFilterNames = []string{wellknown.Fault, wellknown.CORS, wellknown.Router}
 
-// BuildGatewayListeners returns one listener per HTTP and HTTPS port of mg,
-// sorted by name. A listener (or HTTPS filter chain) Envoy would reject is
-// reported against the gateway servers it came from and left out.
-func BuildGatewayListeners(mg *model.MergedGateway) ([]*listenerv3.Listener, []*config.Error) {
+// BuildGatewayListeners returns one listener per port of mg, sorted by
+// name: HTTP ports, TLS ports (HTTPS and TLS servers by SNI; tlsport.go)
+// and TCP ports, whose tcp and tls routes are read from push. A listener
+// (or filter chain) Envoy would reject is reported against the gateway
+// servers it came from and left out.
+func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]*listenerv3.Listener, []*config.Error) {
 	var out []*listenerv3.Listener
 	var errs []*config.Error
 	for _, port := range mg.HTTPPorts {
@@ -54,13 +60,20 @@ func BuildGatewayListeners(mg *model.MergedGateway) ([]*listenerv3.Listener, []*
 		}
 		out = append(out, l)
 	}
-	for _, port := range mg.HTTPSPorts {
-		l, lerrs := buildHTTPSListener(port, mg.HTTPSServers[port])
-		errs = append(errs, lerrs...)
-		if l != nil {
+	l4 := &errorSet{}
+	tlsPorts := slices.Concat(mg.HTTPSPorts, mg.TLSPorts)
+	slices.Sort(tlsPorts)
+	for _, port := range slices.Compact(tlsPorts) {
+		if l := buildTLSPortListener(push, port, mg.HTTPSServers[port], mg.TLSServers[port], l4); l != nil {
 			out = append(out, l)
 		}
 	}
+	for _, port := range mg.TCPPorts {
+		if l := buildTCPListener(push, port, mg.TCPServers[port], l4); l != nil {
+			out = append(out, l)
+		}
+	}
+	errs = append(errs, l4.list...)
 	slices.SortFunc(out, func(a, b *listenerv3.Listener) int { return strings.Compare(a.Name, b.Name) })
 	return out, errs
 }

@@ -27,7 +27,7 @@ func TestBuildGatewayListeners(t *testing.T) {
 		gateway("a", server(8080, "HTTP2"), server(80, "HTTP")),
 		gateway("b", server(80, "HTTP"), server(9090, "GRPC"), server(443, "HTTPS")),
 	})
-	ls, errs := BuildGatewayListeners(mg)
+	ls, errs := BuildGatewayListeners(nil, mg)
 	if len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
@@ -108,11 +108,11 @@ func checkHCM(t *testing.T, hcm *hcmv3.HttpConnectionManager, listener, route st
 }
 
 func TestNoServersNoListeners(t *testing.T) {
-	ls, errs := BuildGatewayListeners(model.MergeGateways(nil))
+	ls, errs := BuildGatewayListeners(nil, model.MergeGateways(nil))
 	if len(ls) != 0 || len(errs) != 0 {
 		t.Errorf("got %d listeners, %d errors; want none", len(ls), len(errs))
 	}
-	ls, _ = BuildGatewayListeners(model.MergeGateways([]config.Config{gateway("tcp", server(31400, "TCP"))}))
+	ls, _ = BuildGatewayListeners(nil, model.MergeGateways([]config.Config{gateway("tcp", server(31400, "TCP"))}))
 	if len(ls) != 0 {
 		t.Errorf("TCP-only gateway produced %d listeners", len(ls))
 	}
@@ -122,7 +122,7 @@ func TestInvalidListenerIsReportedPerServer(t *testing.T) {
 	// Port 70000 cannot come from a valid Gateway, but a listener Envoy
 	// would reject must be reported against each server on it, not built.
 	mg := model.MergeGateways([]config.Config{gateway("a", server(80, "HTTP"), server(70000, "HTTP")), gateway("b", server(70000, "HTTP"))})
-	ls, errs := BuildGatewayListeners(mg)
+	ls, errs := BuildGatewayListeners(nil, mg)
 	if len(ls) != 1 || ls[0].Name != "0.0.0.0_80" {
 		t.Errorf("listeners %v, want only 0.0.0.0_80", ls)
 	}

@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -82,26 +81,9 @@ func NewSecrets(opts SecretsOptions) (*Secrets, error) {
 	return s, nil
 }
 
-// keyPair is the Secret's certificate and key, if it holds them.
-func keyPair(obj any) (cert, key []byte, ok bool) {
-	if t, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-		obj = t.Obj
-	}
-	sec, isSecret := obj.(*corev1.Secret)
-	if !isSecret {
-		return nil, nil, false
-	}
-	return model.TLSKeyPair(sec.Data)
-}
-
 func (s *Secrets) changed(old, cur any) {
-	oldCert, oldKey, hadOld := keyPair(old)
-	newCert, newKey, hasNew := keyPair(cur)
-	if !hadOld && !hasNew {
-		return
-	}
-	if hadOld && hasNew && bytes.Equal(oldCert, newCert) && bytes.Equal(oldKey, newKey) {
-		return // metadata only
+	if !tlsMaterialChanged(old, cur) {
+		return // not a certificate or CA, or metadata only
 	}
 	obj := cur
 	if obj == nil {

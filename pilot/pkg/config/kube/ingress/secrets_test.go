@@ -80,3 +80,50 @@ func TestSecrets(t *testing.T) {
 		t.Error("deleted Secret still served")
 	}
 }
+
+// A Secret holding only a CA ("NAME-cacert") signals when its CA or CRL
+// appears or changes, and its data is served for the CA lookup.
+func TestSecretsCA(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	changes := make(chan string, 10)
+	s, err := NewSecrets(SecretsOptions{Client: client, OnChange: func(ns, name string) { changes <- ns + "/" + name }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Run(runCtx) })
+	defer func() { cancel(); wg.Wait() }()
+	if !s.WaitForSync(runCtx) {
+		t.Fatal("not synced")
+	}
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-changes:
+			if got != want {
+				t.Fatalf("change %s, want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change for %s", want)
+		}
+	}
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "shop-cacert"}, Data: map[string][]byte{"ca.crt": []byte("ca-1")}}
+	if _, err := client.CoreV1().Secrets("gw").Create(ctx, ca, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("gw/shop-cacert")
+	ca = ca.DeepCopy()
+	ca.Data["ca.crl"] = []byte("crl-1")
+	if _, err := client.CoreV1().Secrets("gw").Update(ctx, ca, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("gw/shop-cacert")
+	if d, ok := s.SecretData("gw", "shop-cacert"); !ok || string(d["ca.crt"]) != "ca-1" || string(d["ca.crl"]) != "crl-1" {
+		t.Errorf("data %v %v", d, ok)
+	}
+	if _, _, ok := s.Secret("gw", "shop-cacert"); ok {
+		t.Error("a CA-only Secret is not a certificate")
+	}
+}

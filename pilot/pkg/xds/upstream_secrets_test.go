@@ -1,0 +1,63 @@
+package xds
+
+import (
+	"slices"
+	"testing"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// mutualCluster originates TLS with a client certificate and a CA fetched
+// over SDS, as a DestinationRule credentialName makes it.
+func mutualCluster(t *testing.T, name, cert, ca string) *cluster.Cluster {
+	t.Helper()
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: cert, SdsConfig: adsSource}},
+		ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+			DefaultValidationContext:         &tlsv3.CertificateValidationContext{},
+			ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: ca, SdsConfig: adsSource},
+		}},
+	}}
+	a, err := anypb.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fakeCluster(name)
+	// STATIC: no endpoints to fetch, only the secrets.
+	c.ClusterDiscoveryType, c.EdsClusterConfig = &cluster.Cluster_Type{Type: cluster.Cluster_STATIC}, nil
+	c.TransportSocket = &core.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: a}}
+	return c
+}
+
+// The certificates clusters fetch for DestinationRule credentials are
+// served to a gateway over SDS by name; one no cluster names is not sent;
+// a cluster whose CA the gateway's namespace lacks is still sent (Envoy
+// waits for it, as with istiod) without making the view inconsistent.
+func TestUpstreamSecretsAreServedByName(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	h.gen.extraClusters = []*cluster.Cluster{
+		mutualCluster(t, "outbound|443||partner.example.com", "kubernetes://partner", "kubernetes://partner-cacert"),
+		mutualCluster(t, "outbound|443||lost.example.com", "kubernetes://partner", "kubernetes://lost-cacert"),
+	}
+	h.gen.upstreamSecrets = []*tlsv3.Secret{tlsSecret("kubernetes://partner"), tlsSecret("kubernetes://partner-cacert"), tlsSecret("kubernetes://unused")}
+	h.syncAndWait()
+	a := h.connect(nodeID("a"), ingressLabels)
+	got := a.syncAll()
+	if names := resourceNames(t, got[resource.ClusterType]); !slices.Contains(names, "outbound|443||lost.example.com") {
+		t.Errorf("clusters %v: the one waiting for its CA is still sent", names)
+	}
+	a.subscribe(resource.SecretType, "kubernetes://partner", "kubernetes://partner-cacert", "kubernetes://unused")
+	sds := a.next(resource.SecretType)
+	if names := resourceNames(t, sds); !slices.Equal(names, []string{"kubernetes://partner", "kubernetes://partner-cacert"}) {
+		t.Errorf("secrets %v", names)
+	}
+	a.ack(sds)
+	a.barrier()
+	if err := h.snapshot(nodeID("a")).consistent(); err != nil {
+		t.Error(err)
+	}
+}
