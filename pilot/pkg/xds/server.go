@@ -53,6 +53,8 @@ type Options struct {
 	// response in gRPC's buffers until the peer takes it). Zero means 100;
 	// a negative value means no bound.
 	MaxConcurrentSends int
+	// Replica names this server (its pod name) in /debug/version.
+	Replica string
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -62,6 +64,7 @@ type DiscoveryServer struct {
 	// registries feed model.NewPushContext with the store.
 	registries []model.ServiceDiscovery
 	errors     model.ConfigErrorReporter
+	replica    string
 	gen        Generator
 	log        *slog.Logger
 	clock      clock.WithTicker
@@ -132,6 +135,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		store:         opts.Store,
 		registries:    opts.Registries,
 		errors:        opts.Errors,
+		replica:       opts.Replica,
 		gen:           opts.Generator,
 		log:           opts.Logger,
 		clock:         opts.Clock,
