@@ -13,8 +13,13 @@ KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
 all: build
 
+# VERSION is stamped into both binaries (`wayfinder version`, /debug/version).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/wayfinder-dev/wayfinder/pkg/version.version=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN)/pilot-discovery ./pilot/cmd/pilot-discovery
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pilot-discovery ./pilot/cmd/pilot-discovery
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/wayfinder ./pilot/cmd/wayfinder
 
 run: build
 	$(BIN)/pilot-discovery discovery --config-dir $(CONFIG_DIR) --grpc-addr 127.0.0.1:15010 --http-addr 127.0.0.1:15014
@@ -34,7 +39,7 @@ vet:
 
 # Regenerate the translation golden files after an intended output change.
 golden:
-	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen -run TestGolden -update
+	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis -run TestGolden -update
 
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime 60s
