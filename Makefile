@@ -26,8 +26,11 @@ run: build
 
 # `test` first makes what the Kubernetes tests need (see kube-deps); give
 # KUBE_DEPS= to skip that, and those tests skip themselves outside CI.
+# The Helm chart's test is its own module (tests/helm) so that Helm's
+# dependencies stay out of the main one; it runs after the main suite.
 test: vet $(KUBE_DEPS)
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
+	cd tests/helm && KUBE_APISERVER="$${KUBE_APISERVER:-$$(../../$(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 
 test-short:
 	$(GO) test -short $(TEST_FLAGS) ./...
@@ -36,6 +39,7 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd tests/helm && $(GO) vet ./...
 
 # Regenerate the translation golden files after an intended output change.
 golden:
