@@ -152,6 +152,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	case opts.MaxConcurrentSends > 0:
 		s.sends = make(chan struct{}, opts.MaxConcurrentSends)
 	}
+	opts.Registry.MustRegister(backlogCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Endpoints, routes and secrets are only ever asked for by name: an
 	// empty list subscribes to nothing (not, as legacy xDS had it, to
