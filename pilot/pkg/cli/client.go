@@ -59,14 +59,15 @@ func NewClients(opts ClientOptions) ([]*Client, error) {
 	}
 	var out []*Client
 	for _, a := range addrs {
-		base := strings.TrimRight(a, "/")
+		base := a
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
 		}
 		u, err := url.Parse(base)
-		if err != nil || u.Host == "" {
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, fmt.Errorf("--debug-addr %q: want host:port or an http(s) URL", a)
 		}
+		base = strings.TrimRight(base, "/")
 		out = append(out, &Client{base: base, tokenFile: opts.TokenFile, http: hc})
 	}
 	return out, nil
