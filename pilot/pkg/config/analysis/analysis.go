@@ -1,16 +1,15 @@
 // Package analysis finds every problem the control plane would report for a
 // set of config objects, without a running server: validation errors,
-// cross-object conflicts, and what translation warns about (routes that can
-// never match, hosts bound by two VirtualServices on one gateway port,
-// destinations and subsets that do not exist), plus references to Gateways
-// that do not exist. It runs the same push context and translators as the
-// server, once per distinct gateway selector, so its findings are exactly
-// the server's.
+// cross-object conflicts (Gateways that do not exist, hosts defined twice),
+// and what translation warns about (routes that can never match, hosts
+// bound by two VirtualServices on one gateway port, destinations and
+// subsets that do not exist). It runs the same push context and
+// translators as the server, once per distinct gateway selector, so its
+// findings are the server's.
 package analysis
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -51,7 +50,6 @@ func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) 
 	if opts.Proxyless {
 		all = append(all, gen.BuildProxyless(push).Errors...)
 	}
-	all = append(all, missingGateways(push)...)
 
 	// Errors that name only their object get its source, so that every
 	// finding can be located in a file.
@@ -97,30 +95,6 @@ func gatewayGroups(push *model.PushContext) [][]config.Config {
 	out := make([][]config.Config, 0, len(groups))
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		out = append(out, groups[k])
-	}
-	return out
-}
-
-// missingGateways warns about VirtualServices bound to a Gateway that does
-// not exist: their routes reach no proxy until it does.
-func missingGateways(push *model.PushContext) []*config.Error {
-	exists := map[string]bool{}
-	for _, gw := range push.Gateways() {
-		exists[gw.Namespace+"/"+gw.Name] = true
-	}
-	var out []*config.Error
-	for _, vs := range push.VirtualServices() {
-		for i, ref := range vs.Spec.(*networking.VirtualService).GetGateways() {
-			if ref == "mesh" {
-				continue
-			}
-			if key := model.ResolveGatewayName(ref, vs.Namespace); !exists[key] {
-				out = append(out, &config.Error{
-					Source: vs.Source, Key: vs.Key(), Field: fmt.Sprintf("spec.gateways[%d]", i), Warning: true,
-					Message: fmt.Sprintf("Gateway %s does not exist; these routes reach no gateway through it", key),
-				})
-			}
-		}
 	}
 	return out
 }
