@@ -13,16 +13,24 @@ KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
 all: build
 
+# VERSION is stamped into both binaries (`wayfinder version`, /debug/version).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/wayfinder-dev/wayfinder/pkg/version.version=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN)/pilot-discovery ./pilot/cmd/pilot-discovery
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pilot-discovery ./pilot/cmd/pilot-discovery
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/wayfinder ./pilot/cmd/wayfinder
 
 run: build
 	$(BIN)/pilot-discovery discovery --config-dir $(CONFIG_DIR) --grpc-addr 127.0.0.1:15010 --http-addr 127.0.0.1:15014
 
 # `test` first makes what the Kubernetes tests need (see kube-deps); give
 # KUBE_DEPS= to skip that, and those tests skip themselves outside CI.
+# The Helm chart's test is its own module (tests/helm) so that Helm's
+# dependencies stay out of the main one; it runs after the main suite.
 test: vet $(KUBE_DEPS)
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
+	cd tests/helm && KUBE_APISERVER="$${KUBE_APISERVER:-$$(../../$(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 
 test-short:
 	$(GO) test -short $(TEST_FLAGS) ./...
@@ -31,10 +39,11 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd tests/helm && $(GO) vet ./...
 
 # Regenerate the translation golden files after an intended output change.
 golden:
-	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen -run TestGolden -update
+	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis -run TestGolden -update
 
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime 60s

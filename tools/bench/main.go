@@ -86,10 +86,21 @@ func run() error {
 	flag.BoolVar(&o.delta, "delta", false, "also run each case against pilot-discovery with delta xDS")
 	flag.BoolVar(&o.skipFloor, "skip-floor", false, "do not run the floor server")
 	flag.BoolVar(&o.appendRes, "append", false, "keep the results of other cases from OUT/results.json (to run the matrix in parts)")
+	chartOnly := flag.Bool("chart-only", false, "run nothing: draw OUT/results.png from OUT/results.json")
 	flag.StringVar(&o.note, "note", "2 cores shared with other processes (other helpers' builds and tests may run at the same time)", "note printed with the table")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return errors.New("unexpected arguments; see -h")
+	}
+	if *chartOnly {
+		results, err := earlierResults(filepath.Join(o.out, "results.json"), nil)
+		if err != nil {
+			return err
+		}
+		if len(results) == 0 {
+			return fmt.Errorf("%s: no results to draw", filepath.Join(o.out, "results.json"))
+		}
+		return writeChart(filepath.Join(o.out, "results.png"), results)
 	}
 	if *quick {
 		*cases = quickMatrix

@@ -48,6 +48,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		Debounce: opts.Debounce,
 		Logger:   opts.Logger,
 		Registry: registry,
+		Replica:  opts.PodName,
 	}
 	var (
 		store model.ConfigStoreController

@@ -92,6 +92,7 @@ func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushCont
 		}
 		ps.drByHost[host] = dr
 	}
+	ps.reportMissingGateways()
 	return ps
 }
 

@@ -27,6 +27,7 @@ func (s *DiscoveryServer) debugEndpoints() []debugEndpoint {
 		{"/debug/syncz", "Per proxy and xDS type: version and nonce sent, version ACKed, last NACK.", s.handleSyncz},
 		{"/debug/adsz", "Connected proxies: identity, labels, gateway group, streams.", s.handleAdsz},
 		{"/debug/list", "This list.", s.handleList},
+		{"/debug/version", "Build version and the replica answering.", s.handleVersion},
 		{"/healthz/ready", "200 once config has synced and the first push is done, else 503.", s.handleReady},
 		{"/metrics", "Prometheus metrics.", s.metrics.handler().ServeHTTP},
 		{"/debug/pprof/", "Go runtime profiles (net/http/pprof).", pprof.Index},

@@ -61,7 +61,7 @@ func TestDebugList(t *testing.T) {
 			t.Errorf("%s has no description", ep.Path)
 		}
 	}
-	want := []string{"/debug/adsz", "/debug/config_dump", "/debug/configz", "/debug/list", "/debug/pprof/", "/debug/syncz", "/healthz/ready", "/metrics"}
+	want := []string{"/debug/adsz", "/debug/config_dump", "/debug/configz", "/debug/list", "/debug/pprof/", "/debug/syncz", "/debug/version", "/healthz/ready", "/metrics"}
 	if !slices.Equal(paths, want) {
 		t.Errorf("listed %v, want %v", paths, want)
 	}
@@ -73,6 +73,15 @@ func TestDebugList(t *testing.T) {
 		if code, body := h.get(p); code == 404 {
 			t.Errorf("GET %s = 404 %s", p, body)
 		}
+	}
+}
+
+// /debug/version names the build and the replica that answers.
+func TestDebugVersion(t *testing.T) {
+	h := newHarness(t, newTestStore())
+	v := getJSON[VersionInfo](t, h, "/debug/version", 200)
+	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || !strings.Contains(v.Platform, "/") {
+		t.Errorf("version %+v, want a version, Go version and platform", v)
 	}
 }
 

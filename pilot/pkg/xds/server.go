@@ -53,6 +53,8 @@ type Options struct {
 	// response in gRPC's buffers until the peer takes it). Zero means 100;
 	// a negative value means no bound.
 	MaxConcurrentSends int
+	// Replica names this server (its pod name) in /debug/version.
+	Replica string
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -62,6 +64,7 @@ type DiscoveryServer struct {
 	// registries feed model.NewPushContext with the store.
 	registries []model.ServiceDiscovery
 	errors     model.ConfigErrorReporter
+	replica    string
 	gen        Generator
 	log        *slog.Logger
 	clock      clock.WithTicker
@@ -132,6 +135,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		store:         opts.Store,
 		registries:    opts.Registries,
 		errors:        opts.Errors,
+		replica:       opts.Replica,
 		gen:           opts.Generator,
 		log:           opts.Logger,
 		clock:         opts.Clock,
@@ -148,6 +152,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	case opts.MaxConcurrentSends > 0:
 		s.sends = make(chan struct{}, opts.MaxConcurrentSends)
 	}
+	opts.Registry.MustRegister(backlogCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Endpoints, routes and secrets are only ever asked for by name: an
 	// empty list subscribes to nothing (not, as legacy xDS had it, to

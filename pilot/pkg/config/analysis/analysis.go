@@ -1,0 +1,108 @@
+// Package analysis finds every problem the control plane would report for a
+// set of config objects, without a running server: validation errors,
+// cross-object conflicts (Gateways that do not exist, hosts defined twice),
+// and what translation warns about (routes that can never match, hosts
+// bound by two VirtualServices on one gateway port, destinations and
+// subsets that do not exist). It runs the same push context and
+// translators as the server, once per distinct gateway selector, so its
+// findings are the server's.
+package analysis
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// Options tune Analyze.
+type Options struct {
+	// Proxyless adds what proxyless gRPC clients would be refused (the
+	// server translates for them only once one connects).
+	Proxyless bool
+	// Registries add services besides the ServiceEntries in the configs
+	// (Kubernetes Services).
+	Registries []model.ServiceDiscovery
+}
+
+// Analyze returns the problems of configs (objects that passed parsing and
+// validation) together with sourceErrs (those that did not), deduplicated
+// and sorted by source, object and field.
+func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) []*config.Error {
+	store := memory.New(configs)
+	push := model.NewPushContext(store, opts.Registries...)
+	gen := xds.CoreGenerator{}
+	all := slices.Clone(sourceErrs)
+	all = append(all, push.Errors...)
+	all = append(all, gen.BuildServices(push).Errors...)
+	all = append(all, gen.BuildEndpoints(push).Errors...)
+	for _, group := range gatewayGroups(push) {
+		all = append(all, gen.BuildGateway(push, group).Errors...)
+	}
+	if opts.Proxyless {
+		all = append(all, gen.BuildProxyless(push).Errors...)
+	}
+
+	// Errors that name only their object get its source, so that every
+	// finding can be located in a file.
+	sources := map[config.Key]string{}
+	for _, c := range configs {
+		sources[c.Key()] = c.Source
+	}
+	seen := map[string]bool{}
+	var out []*config.Error
+	for _, e := range all {
+		if e.Source == "" && e.Key.Kind != 0 {
+			cp := *e
+			cp.Source = sources[e.Key]
+			e = &cp
+		}
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, compareErrors)
+	return out
+}
+
+func compareErrors(a, b *config.Error) int {
+	fa, da := SplitSource(a.Source)
+	fb, db := SplitSource(b.Source)
+	return cmp.Or(strings.Compare(fa, fb), cmp.Compare(da, db),
+		strings.Compare(a.Key.String(), b.Key.String()), strings.Compare(a.Field, b.Field))
+}
+
+// gatewayGroups returns the distinct sets of Gateways that select one
+// proxy. A proxy carrying exactly a Gateway's selector labels is selected
+// by that Gateway and by every Gateway whose selector is a subset of them:
+// each such set is translated once, as the server does per group.
+func gatewayGroups(push *model.PushContext) [][]config.Config {
+	groups := map[string][]config.Config{}
+	for _, gw := range push.Gateways() {
+		labels := gw.Spec.(*networking.Gateway).GetSelector()
+		set := push.GatewaysForProxy(&model.Proxy{Type: model.Router, Namespace: gw.Namespace, Labels: labels})
+		groups[model.GatewayGroupKey(set)] = set
+	}
+	out := make([][]config.Config, 0, len(groups))
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		out = append(out, groups[k])
+	}
+	return out
+}
+
+// kindName is a finding's kind for output, empty when unknown.
+func kindName(k schema.Kind) string {
+	if k == 0 {
+		return ""
+	}
+	return k.String()
+}

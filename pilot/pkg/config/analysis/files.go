@@ -1,0 +1,124 @@
+package analysis
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+)
+
+// Load reads the config files under paths (folders, read recursively as
+// file mode reads --config-dir, or single files), parses and validates
+// every document, and returns the objects that are good, one error per
+// problem, and the content of every file read (for locating findings). The
+// first definition of an object wins, as in file mode; later ones are
+// reported. An unreadable path is an error.
+func Load(paths []string) ([]config.Config, []*config.Error, map[string][]byte, error) {
+	var files []string
+	for _, root := range paths {
+		st, err := os.Stat(root)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, root)
+			continue
+		}
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if p != root && ignored(d.Name()) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if !d.IsDir() && isConfigFile(d.Name()) {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+
+	contents := map[string][]byte{}
+	var good []config.Config
+	var errs []*config.Error
+	first := map[config.Key]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		contents[f] = data
+		objs, parseErrs := manifest.Parse(f, data, manifest.Options{})
+		errs = append(errs, parseErrs...)
+		for _, obj := range objs {
+			if err := validate(obj); err != nil {
+				errs = append(errs, config.ErrorsFor(obj.Source, obj.Key(), err)...)
+				continue
+			}
+			if src, dup := first[obj.Key()]; dup {
+				errs = append(errs, &config.Error{Source: obj.Source, Key: obj.Key(),
+					Message: fmt.Sprintf("duplicate of the definition in %s, which is used; this one is ignored", src)})
+				continue
+			}
+			first[obj.Key()] = obj.Source
+			good = append(good, obj)
+		}
+	}
+	return good, errs, contents, nil
+}
+
+// validate is validation.Validate, with a panic turned into an error as
+// the server does.
+func validate(obj config.Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("validation failed unexpectedly: %v", r)
+		}
+	}()
+	return validation.Validate(obj)
+}
+
+// ignored and isConfigFile choose files as file mode does: hidden files
+// and editor backups are skipped; YAML and JSON are read.
+func ignored(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") ||
+		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx")
+}
+
+func isConfigFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// SplitSource splits "file (document N)", as manifest.DocumentSource
+// writes it, into file and N; other sources have document 0.
+func SplitSource(src string) (string, int) {
+	const marker = " (document "
+	i := strings.LastIndex(src, marker)
+	if i < 0 || !strings.HasSuffix(src, ")") {
+		return src, 0
+	}
+	n, err := strconv.Atoi(src[i+len(marker) : len(src)-1])
+	if err != nil {
+		return src, 0
+	}
+	return src[:i], n
+}
