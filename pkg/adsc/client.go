@@ -84,6 +84,13 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	p := newProtocol(c, ads)
 	if err := p.start(); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The server ended the stream before the request was sent (a
+			// refused credential): its status comes with the next Recv.
+			if _, rerr := ads.Recv(); rerr != nil && !errors.Is(rerr, io.EOF) {
+				err = rerr
+			}
+		}
 		cancel()
 		_ = conn.Close()
 		return nil, fmt.Errorf("adsc: first request to %s: %w", cfg.Address, err)
