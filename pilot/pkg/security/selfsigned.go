@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"slices"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +47,8 @@ const selfSignedValidity = 10 * 365 * 24 * time.Hour
 type SelfSignedOptions struct {
 	Client    kubernetes.Interface
 	Namespace string
-	// DNSNames are the serving certificate's SANs.
+	// DNSNames are the serving certificate's SANs; an IP address becomes
+	// an IP SAN.
 	DNSNames []string
 	Logger   *slog.Logger
 	// Now is the clock for the validity period; nil means time.Now.
@@ -95,7 +96,7 @@ func EnsureSelfSigned(ctx context.Context, o SelfSignedOptions) (tls.Certificate
 	if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil {
 		var missing []string
 		for _, n := range o.DNSNames {
-			if !slices.Contains(leaf.DNSNames, n) {
+			if leaf.VerifyHostname(n) != nil {
 				missing = append(missing, n)
 			}
 		}
@@ -177,10 +178,20 @@ func newCASecret(o SelfSignedOptions) (*corev1.Secret, error) {
 	if len(o.DNSNames) == 0 {
 		return nil, errors.New("self-signed serving certificate: no DNS names")
 	}
+	var dnsNames []string
+	var ips []net.IP
+	for _, n := range o.DNSNames {
+		if ip := net.ParseIP(n); ip != nil {
+			ips = append(ips, ip) // --tls-san 10.0.0.7: an IP SAN
+		} else {
+			dnsNames = append(dnsNames, n)
+		}
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{Organization: []string{"wayfinder"}, CommonName: o.DNSNames[0]},
-		DNSNames:     o.DNSNames,
+		DNSNames:     dnsNames,
+		IPAddresses:  ips,
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(selfSignedValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

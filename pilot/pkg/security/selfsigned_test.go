@@ -18,7 +18,7 @@ import (
 // every name against that CA.
 func TestEnsureSelfSignedConverges(t *testing.T) {
 	client := fake.NewClientset()
-	names := []string{"pilot-discovery.wf.svc", "pilot-discovery.wf.svc.cluster.local", "extra.example"}
+	names := []string{"pilot-discovery.wf.svc", "pilot-discovery.wf.svc.cluster.local", "extra.example", "127.0.0.1"}
 	const replicas = 4
 	var wg sync.WaitGroup
 	pairs := make([]tls.Certificate, replicas)

@@ -64,7 +64,7 @@ func newDiscoveryCommand() *cobra.Command {
 	f.StringVar(&opts.Security.SecureGRPCAddr, "secure-grpc-addr", ":15012", "address of the TLS ADS gRPC server for authenticated clients; empty turns it off")
 	f.StringVar(&opts.Security.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM) of the secure ADS port, reread when it changes; without it Kubernetes mode keeps a self-signed CA in Secret wayfinder-ca of --pod-namespace")
 	f.StringVar(&opts.Security.TLSKeyFile, "tls-key-file", "", "private key (PEM) of --tls-cert-file")
-	f.StringSliceVar(&opts.Security.TLSSANs, "tls-san", nil, "further DNS names of the self-signed serving certificate")
+	f.StringSliceVar(&opts.Security.TLSSANs, "tls-san", nil, "further DNS names (or IP addresses) of the self-signed serving certificate")
 	f.StringVar(&opts.Security.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) verifying client certificates on the secure port; identity from their spiffe://TRUST_DOMAIN/ns/NS/sa/SA URI SAN")
 	f.StringSliceVar(&opts.Security.TokenAudiences, "token-audiences", bootstrap.DefaultTokenAudiences, "audiences a ServiceAccount token on the secure port must be for (TokenReview)")
 	f.StringSliceVar(&opts.Security.DebugAdminNamespaces, "debug-admin-namespaces", nil, "namespaces whose ServiceAccount tokens may read every debug endpoint (default: --pod-namespace, istio-system, kube-system)")
