@@ -31,6 +31,11 @@ func NewRootCommand() *cobra.Command {
 
 func newDiscoveryCommand() *cobra.Command {
 	var opts bootstrap.Options
+	return discoveryCommand(&opts)
+}
+
+// discoveryCommand binds the flags to opts.
+func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	var logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "discovery",
@@ -48,8 +53,8 @@ func newDiscoveryCommand() *cobra.Command {
 			if opts.ConfigDir != "" && opts.Kubeconfig != "" {
 				return usageError(cmd, "--config-dir and --kubeconfig are both set: choose one config source, a folder of YAML (file mode) or a Kubernetes cluster")
 			}
-			applyModeDefaults(cmd, &opts)
-			s, err := bootstrap.NewServer(opts)
+			applyModeDefaults(cmd, opts)
+			s, err := bootstrap.NewServer(*opts)
 			if err != nil {
 				return err
 			}
