@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,6 +123,48 @@ func (e *secureEnv) refused(ns, pod, token string, clientCert *certs.Leaf) error
 	}
 }
 
+// deltaClusters opens a delta ADS stream to the secure port and waits for
+// its first CDS response.
+func (e *secureEnv) deltaClusters(ns, pod, token string) error {
+	e.t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(e.tlsConfig(nil)))}
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
+	}
+	cc, err := grpc.NewClient(e.server.SecureGRPCAddr().String(), opts...)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	stream, err := discoverygrpc.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(sctx)
+	if err != nil {
+		return err
+	}
+	node := adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: pod, Namespace: ns, Labels: map[string]string{"istio": "ingressgateway"}})
+	if err := stream.Send(&discoverygrpc.DeltaDiscoveryRequest{Node: node, TypeUrl: resourcev3.ClusterType}); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if resp.GetTypeUrl() != resourcev3.ClusterType {
+		return fmt.Errorf("first delta response is %s, want clusters", resp.GetTypeUrl())
+	}
+	return nil
+}
+
+// bearer sends "authorization: Bearer TOKEN" with each stream, over TLS.
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return true }
+
 func (e *secureEnv) debug(path, token string) (int, string) {
 	e.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+e.server.HTTPAddr().String()+path, nil)
@@ -179,6 +226,12 @@ func TestSecurePortAuthenticatesGateways(t *testing.T) {
 	byCert, err := e.dial(e.ns, "gw-cert", "", e.clientCA.Client(t, certs.SPIFFE("cluster.local", e.ns, "gateway-cert")))
 	e.must(err)
 	waitFor(t, byCert, "config over TLS with a client certificate", func(s adsc.State) bool { return virtualHost(s, "first.example.com", "") })
+
+	// Delta ADS is served on the secure port too, and refused the same way.
+	if err := e.deltaClusters(e.ns, "gw-delta", e.c.Token(t, e.ns, "gateway", aud, time.Hour)); err != nil {
+		t.Errorf("delta ADS with a good token: %v", err)
+	}
+	wantCode(t, "delta ADS without a credential", e.deltaClusters(e.ns, "gw-delta-none", ""), codes.Unauthenticated)
 
 	// Refused, each ending only its own stream.
 	wantCode(t, "no credential", e.refused(e.ns, "gw-none", "", nil), codes.Unauthenticated)
