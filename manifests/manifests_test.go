@@ -165,8 +165,8 @@ func TestBaseParsesWithRealTypes(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["grpc-xds"] != 15010 || ports["http-monitoring"] != 15014 || len(ports) != 2 {
-		t.Errorf("container ports %v, want grpc-xds 15010 and http-monitoring 15014", ports)
+	if ports["grpc-xds"] != 15010 || ports["grpc-xds-tls"] != 15012 || ports["http-monitoring"] != 15014 || len(ports) != 3 {
+		t.Errorf("container ports %v, want grpc-xds 15010, grpc-xds-tls 15012 and http-monitoring 15014", ports)
 	}
 	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz/ready" || p.HTTPGet.Port.String() != "http-monitoring" {
 		t.Errorf("readiness probe %+v, want GET /healthz/ready on http-monitoring", p)
@@ -195,7 +195,7 @@ func TestBaseParsesWithRealTypes(t *testing.T) {
 	for _, p := range svc.Spec.Ports {
 		svcPorts[p.Name] = fmt.Sprintf("%d->%s", p.Port, p.TargetPort.String())
 	}
-	if want := map[string]string{"grpc-xds": "15010->grpc-xds", "http-monitoring": "15014->http-monitoring"}; !mapsEqual(svcPorts, want) {
+	if want := map[string]string{"grpc-xds": "15010->grpc-xds", "grpc-xds-tls": "15012->grpc-xds-tls", "http-monitoring": "15014->http-monitoring"}; !mapsEqual(svcPorts, want) {
 		t.Errorf("Service ports %v, want %v", svcPorts, want)
 	}
 
@@ -256,8 +256,10 @@ func expand(groupResources []string, verbs ...string) []string {
 }
 
 // The RBAC is least privilege: list and watch on what the controller reads,
-// update on Ingress status only, Events, and a Lease in its own namespace;
-// no wildcards, no get on Secrets by name, nothing else.
+// update on Ingress status only, Events, TokenReviews and
+// SubjectAccessReviews, and in its own namespace a Lease and the CA's
+// Secret and ConfigMap; no wildcards, no get on Secrets by name elsewhere,
+// nothing else.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	objs := decodeBase(t)
 	cr := objs["ClusterRole/wayfinder-pilot-discovery"].(*rbacv1.ClusterRole)
@@ -270,12 +272,14 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	want := expand(read, "list", "watch")
 	want = append(want, "networking.k8s.io/ingresses/status:update")
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
+	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
 	slices.Sort(want)
 	if got := grants(cr.Rules); !slices.Equal(got, want) {
 		t.Errorf("ClusterRole grants\n  %v\nwant\n  %v", got, want)
 	}
 	role := objs["Role/wayfinder-pilot-discovery"].(*rbacv1.Role)
-	wantRole := expand([]string{"coordination.k8s.io/leases"}, "create", "get", "update")
+	wantRole := expand([]string{"coordination.k8s.io/leases", "/secrets", "/configmaps"}, "create", "get", "update")
+	slices.Sort(wantRole)
 	if got := grants(role.Rules); !slices.Equal(got, wantRole) {
 		t.Errorf("Role grants %v, want %v", got, wantRole)
 	}
@@ -394,6 +398,13 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "ingresses", Subresource: "status", Verb: "update", Namespace: "default"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "events", Verb: "create", Namespace: "default"}, true},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: namespace}, true},
+		// Authenticating gateways and debug callers; Secret access checks.
+		{authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true},
+		{authorizationv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, true},
+		// The self-signed CA in its own namespace.
+		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "create", Namespace: namespace}, true},
+		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: namespace, Name: "wayfinder-ca"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: namespace, Name: "wayfinder-ca-root-cert"}, true},
 		// Denied: writes to config, reading secrets by name, leases
 		// outside its namespace, Ingress spec updates.
 		{authorizationv1.ResourceAttributes{Group: "networking.istio.io", Resource: "virtualservices", Verb: "create", Namespace: "default"}, false},
@@ -401,6 +412,8 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "ingresses", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "services", Verb: "delete", Namespace: "default"}, false},
+		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "create", Namespace: "default"}, false},
+		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: "default"}, false},
 	}
 	for _, tc := range cases {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -11,6 +11,7 @@ import (
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -43,10 +44,18 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	creds := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		creds = credentials.NewTLS(cfg.TLS)
+	}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvMsgSize)),
-	}, cfg.DialOptions...)
+	}
+	if cfg.Token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(cfg.Token)))
+	}
+	opts = append(opts, cfg.DialOptions...)
 	conn, err := grpc.NewClient(cfg.Address, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("adsc: dial %s: %w", cfg.Address, err)
@@ -75,6 +84,13 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	p := newProtocol(c, ads)
 	if err := p.start(); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The server ended the stream before the request was sent (a
+			// refused credential): its status comes with the next Recv.
+			if _, rerr := ads.Recv(); rerr != nil && !errors.Is(rerr, io.EOF) {
+				err = rerr
+			}
+		}
 		cancel()
 		_ = conn.Close()
 		return nil, fmt.Errorf("adsc: first request to %s: %w", cfg.Address, err)
@@ -219,3 +235,12 @@ func (c *Client) streamError(err error) error {
 	}
 	return fmt.Errorf("adsc: stream to %s: %w", c.cfg.Address, err)
 }
+
+// bearerToken sends a ServiceAccount token with every stream, over TLS only.
+type bearerToken string
+
+func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearerToken) RequireTransportSecurity() bool { return true }

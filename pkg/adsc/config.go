@@ -1,6 +1,7 @@
 package adsc
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"strings"
@@ -26,8 +27,17 @@ const DefaultMaxRecvMsgSize = 256 << 20
 
 // Config configures a Client. Address and Node are required.
 type Config struct {
-	// Address is the control plane's host:port, dialed in plaintext.
+	// Address is the control plane's host:port, dialed in plaintext unless
+	// TLS is set.
 	Address string
+	// TLS, when set, dials over TLS with this config (a secure ADS port:
+	// RootCAs to verify the server, ServerName, and Certificates to
+	// present a client certificate).
+	TLS *tls.Config
+	// Token, when set, is sent as "authorization: Bearer TOKEN" metadata on
+	// the stream, as Istio's proxies send their ServiceAccount token. It
+	// needs TLS: gRPC refuses to send it in plaintext.
+	Token string
 	// Node identifies the client; see IstioNode for Istio's identity.
 	Node *corev3.Node
 	// Logger receives debug logs of the protocol; nil discards them.

@@ -227,6 +227,14 @@ func (e *env) createPod(name string, labels map[string]string) {
 	e.must(err)
 }
 
+// debugAdminToken is a token of ServiceAccount kube-system/wayfinder-debug:
+// kube-system is a debug admin namespace by default, so it reads every
+// debug endpoint.
+func debugAdminToken(t *testing.T) string {
+	t.Helper()
+	return cluster.Get(t).Token(t, "kube-system", "wayfinder-debug", nil, time.Hour)
+}
+
 // --- metrics ---------------------------------------------------------------
 
 // metric reads one sample, e.g. `pilot_xds_pushes{type="cds"}`, from the

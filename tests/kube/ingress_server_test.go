@@ -249,7 +249,11 @@ func withPort(ips []string, port int) []string {
 // it returns the raw body too.
 func (e *ingressEnv) getJSON(pathAndQuery string, v any) string {
 	e.t.Helper()
-	resp, err := http.Get("http://" + e.server.HTTPAddr().String() + pathAndQuery)
+	// Kubernetes mode answers debug paths to a debug admin's token only.
+	req, err := http.NewRequest(http.MethodGet, "http://"+e.server.HTTPAddr().String()+pathAndQuery, nil)
+	e.must(err)
+	req.Header.Set("Authorization", "Bearer "+debugAdminToken(e.t))
+	resp, err := http.DefaultClient.Do(req)
 	e.must(err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

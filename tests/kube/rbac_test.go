@@ -1,14 +1,24 @@
 package kube
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
 // --watch-namespaces naming a namespace the RBAC forbids: the server
@@ -63,5 +73,96 @@ func TestForbiddenNamespaceIsReportedAndAllowedOnesServed(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "cannot list/watch virtualservices.networking.istio.io in namespace \""+forbidden) {
 			t.Errorf("refusal still reported after access was granted and objects arrived: %s", msg)
 		}
+	}
+}
+
+// Wayfinder running as the ServiceAccount of manifests/base, with exactly
+// that RBAC: it creates its CA Secret and root-cert ConfigMap, reviews a
+// gateway's token (TokenReview) and a debug caller's, and serves the
+// gateway over TLS. This is the RBAC the secure port needs, checked by the
+// real authorizer rather than read from the YAML.
+func TestManifestRBACSuffices(t *testing.T) {
+	c, ns := newCluster(t, "rbac-sa")
+	docs, err := manifests.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw [][]byte
+	for _, d := range docs {
+		raw = append(raw, d.YAML)
+	}
+	actx, cancel := contextWithTimeout()
+	defer cancel()
+	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
+		t.Fatal(err)
+	}
+	const wf = "wayfinder-system"
+	cfg := c.RESTConfig()
+	cfg.BearerToken = c.Token(t, wf, "pilot-discovery", nil, time.Hour)
+
+	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.createGateway("gw")
+	e.createVS(e.virtualService("ok", "ok.example.com", "x.example.com", ""))
+	// The authorizer learns new bindings a moment after they are stored:
+	// the first start may be refused; a refusal that persists fails.
+	var s *bootstrap.Server
+	pctx, pcancel := contextWithTimeout()
+	defer pcancel()
+	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns}, PodNamespace: wf,
+			GRPCAddr: "", HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
+			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", wf, err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	select {
+	case <-s.Ready():
+	case <-time.After(waitTimeout):
+		t.Fatal("not ready")
+	}
+	if s.GRPCAddr() != nil {
+		t.Error("plaintext ADS is served in Kubernetes mode without --grpc-addr")
+	}
+
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.RootCertPEM()) {
+		t.Fatal("no root certificate")
+	}
+	dctx, dcancel := contextWithTimeout()
+	defer dcancel()
+	gw, err := adsc.Dial(dctx, adsc.Config{
+		Address: s.SecureGRPCAddr().String(),
+		Node:    adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: "gw-0", Namespace: ns, Labels: map[string]string{"istio": "ingressgateway"}}),
+		TLS:     &tls.Config{RootCAs: pool, ServerName: "pilot-discovery." + wf + ".svc.cluster.local"},
+		Token:   c.Token(t, ns, "gateway", []string{"istio-ca"}, time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	waitFor(t, gw, "config over TLS", func(st adsc.State) bool { return virtualHost(st, "ok.example.com", "") })
+
+	req, err := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr().String()+"/debug/configz", nil)
+	e.must(err)
+	req.Header.Set("Authorization", "Bearer "+c.Token(t, wf, "operator", nil, time.Hour))
+	resp, err := http.DefaultClient.Do(req)
+	e.must(err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("configz for a ServiceAccount of Wayfinder's own namespace: %d, want 200", resp.StatusCode)
 	}
 }

@@ -53,7 +53,8 @@ type Binary struct {
 // is killed when the test ends if it is still running.
 func StartBinary(t testing.TB, bin string, args ...string) *Binary {
 	t.Helper()
-	all := append([]string{"discovery", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json"}, args...)
+	// Every listener on loopback, the secure one too (when it is on).
+	all := append([]string{"discovery", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--secure-grpc-addr", "127.0.0.1:0", "--log-format", "json"}, args...)
 	b := &Binary{t: t, cmd: exec.Command(bin, all...), changed: make(chan struct{}), exited: make(chan struct{})}
 	stderr, err := b.cmd.StderrPipe()
 	if err != nil {

@@ -16,10 +16,16 @@ import (
 // Options configure a Server. Flags are parsed into this struct by the
 // command; nothing below reads the environment.
 type Options struct {
-	// GRPCAddr is where ADS is served (Istio's :15010).
+	// GRPCAddr is where plaintext ADS is served (Istio's :15010). Empty
+	// means 127.0.0.1:15010 in file mode and no plaintext port in
+	// Kubernetes mode.
 	GRPCAddr string
-	// HTTPAddr serves debug endpoints, readiness and metrics (Istio's :15014).
+	// HTTPAddr serves debug endpoints, readiness and metrics (Istio's
+	// :15014). Empty means 127.0.0.1:15014 in file mode, :15014 in
+	// Kubernetes mode (where debug endpoints need a token).
 	HTTPAddr string
+	// Security configures the TLS ADS port and authentication.
+	Security SecurityOptions
 	// ConfigDir is the folder of Istio YAML read in file mode. Exactly one
 	// config source is used: ConfigDir (file mode), or Kubernetes.
 	ConfigDir string
@@ -67,6 +73,9 @@ func (o *Options) validate() error {
 	if o.ConfigDir != "" && len(o.WatchNamespaces) > 0 {
 		return errors.New("--watch-namespaces applies to Kubernetes mode only; it cannot be used with --config-dir")
 	}
+	if err := o.Security.validate(o.kubernetesMode()); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -74,12 +83,16 @@ func (o *Options) validate() error {
 func (o *Options) kubernetesMode() bool { return o.ConfigDir == "" }
 
 func (o *Options) applyDefaults() {
-	if o.GRPCAddr == "" {
-		o.GRPCAddr = ":15010"
+	if o.GRPCAddr == "" && !o.kubernetesMode() {
+		o.GRPCAddr = "127.0.0.1:15010"
 	}
 	if o.HTTPAddr == "" {
-		o.HTTPAddr = ":15014"
+		o.HTTPAddr = "127.0.0.1:15014"
+		if o.kubernetesMode() {
+			o.HTTPAddr = ":15014"
+		}
 	}
+	o.Security.applyDefaults(o.PodNamespace)
 	if o.RescanInterval == 0 {
 		o.RescanInterval = 30 * time.Second
 	}

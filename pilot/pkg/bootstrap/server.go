@@ -16,6 +16,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -27,12 +28,17 @@ type Server struct {
 	store     model.ConfigStoreController
 	kube      *kubeMode // nil in file mode
 	discovery *xds.DiscoveryServer
-	grpc      *grpc.Server
+	grpc      *grpc.Server // nil: no plaintext port
 	http      *http.Server
+	// secure is the TLS ADS server (nil: no secure port) and sec what
+	// authenticates its clients and the debug endpoints.
+	secure *grpc.Server
+	sec    *secureParts
 
-	grpcListener net.Listener
-	httpListener net.Listener
-	ready        chan struct{}
+	grpcListener   net.Listener
+	secureListener net.Listener
+	httpListener   net.Listener
+	ready          chan struct{}
 }
 
 // NewServer builds every part and binds both listeners, so an address in
@@ -79,6 +85,14 @@ func NewServer(opts Options) (s *Server, err error) {
 		store = fc
 		xopts.Store, xopts.Errors = fc, fc
 	}
+	sec, err := newSecureParts(opts, kube, registry)
+	if err != nil {
+		return nil, err
+	}
+	xopts.AuthFailures = sec.failures
+	if sec.tokens != nil {
+		xopts.DebugAuth = &security.DebugAuth{Tokens: sec.tokens, AdminNamespaces: opts.Security.DebugAdminNamespaces}
+	}
 	ds := xds.NewDiscoveryServer(xopts)
 	if kube != nil {
 		kube.registry.AppendPushHandler(ds.ConfigUpdate)
@@ -86,19 +100,29 @@ func NewServer(opts Options) (s *Server, err error) {
 			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
 		}
 	}
-	s = &Server{opts: opts, store: store, kube: kube, discovery: ds, ready: make(chan struct{})}
+	s = &Server{opts: opts, store: store, kube: kube, discovery: ds, sec: sec, ready: make(chan struct{})}
 
 	// Envoy keeps ADS streams open for hours; keepalives find dead peers.
-	s.grpc = grpc.NewServer(
+	grpcOpts := []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
 		// Configs are megabytes per gateway: 256 KiB writes take an eighth
 		// of the write syscalls of gRPC's 32 KiB default, and a shared
 		// buffer is held only while a connection is writing.
-		grpc.WriteBufferSize(256<<10), grpc.SharedWriteBuffer(true),
+		grpc.WriteBufferSize(256 << 10), grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
-	ds.Register(s.grpc)
+	}
+	if opts.GRPCAddr != "" {
+		s.grpc = grpc.NewServer(grpcOpts...)
+		ds.Register(s.grpc)
+	}
+	if sec.keyPair != nil {
+		// The same discovery server behind both ports: one state, one push.
+		if s.secure, err = newSecureGRPC(opts, sec, grpcOpts); err != nil {
+			return nil, err
+		}
+		ds.Register(s.secure)
+	}
 
 	mux := http.NewServeMux()
 	ds.RegisterDebug(mux)
@@ -108,12 +132,8 @@ func NewServer(opts Options) (s *Server, err error) {
 		store.RegisterEventHandler(k, s.onConfigEvent)
 	}
 
-	if s.grpcListener, err = net.Listen("tcp", opts.GRPCAddr); err != nil {
-		return nil, fmt.Errorf("gRPC address %s: %w", opts.GRPCAddr, err)
-	}
-	if s.httpListener, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
-		s.grpcListener.Close()
-		return nil, fmt.Errorf("HTTP address %s: %w", opts.HTTPAddr, err)
+	if err := s.listen(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -130,8 +150,58 @@ func (s *Server) onConfigEvent(old, cur config.Config, ev model.Event) {
 	})
 }
 
-// GRPCAddr is the address ADS listens on (useful with port 0).
-func (s *Server) GRPCAddr() net.Addr { return s.grpcListener.Addr() }
+// listen binds every configured address; on failure none stays bound.
+func (s *Server) listen() (err error) {
+	var bound []net.Listener
+	defer func() {
+		if err != nil {
+			for _, l := range bound {
+				l.Close()
+			}
+		}
+	}()
+	bind := func(what, addr string, l *net.Listener) error {
+		if *l, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("%s address %s: %w", what, addr, err)
+		}
+		bound = append(bound, *l)
+		return nil
+	}
+	if s.grpc != nil {
+		if err := bind("gRPC", s.opts.GRPCAddr, &s.grpcListener); err != nil {
+			return err
+		}
+	}
+	if s.secure != nil {
+		if err := bind("secure gRPC", s.opts.Security.SecureGRPCAddr, &s.secureListener); err != nil {
+			return err
+		}
+	}
+	return bind("HTTP", s.opts.HTTPAddr, &s.httpListener)
+}
+
+// GRPCAddr is the address plaintext ADS listens on (useful with port 0);
+// nil when there is no plaintext port.
+func (s *Server) GRPCAddr() net.Addr {
+	if s.grpcListener == nil {
+		return nil
+	}
+	return s.grpcListener.Addr()
+}
+
+// SecureGRPCAddr is the address TLS ADS listens on; nil when there is no
+// secure port.
+func (s *Server) SecureGRPCAddr() net.Addr {
+	if s.secureListener == nil {
+		return nil
+	}
+	return s.secureListener.Addr()
+}
+
+// RootCertPEM is the self-signed CA certificate the secure port's serving
+// certificate chains to (as published in ConfigMap wayfinder-ca-root-cert);
+// nil when the certificate comes from files or there is no secure port.
+func (s *Server) RootCertPEM() []byte { return s.sec.caPEM }
 
 // HTTPAddr is the address of the debug and metrics server.
 func (s *Server) HTTPAddr() net.Addr { return s.httpListener.Addr() }
@@ -147,7 +217,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	log := s.opts.Logger
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	run := func(f func()) {
 		wg.Add(1)
 		go func() { defer wg.Done(); f() }()
@@ -166,21 +236,42 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	run(func() { s.discovery.Run(ctx) })
-	run(func() {
-		if err := s.grpc.Serve(s.grpcListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			errc <- fmt.Errorf("gRPC server: %w", err)
+	for _, g := range []struct {
+		name string
+		srv  *grpc.Server
+		l    net.Listener
+	}{{"gRPC", s.grpc, s.grpcListener}, {"secure gRPC", s.secure, s.secureListener}} {
+		if g.srv == nil {
+			continue
 		}
-	})
+		run(func() {
+			if err := g.srv.Serve(g.l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("%s server: %w", g.name, err)
+			}
+		})
+	}
+	if s.sec.keyPair != nil {
+		run(func() { s.sec.keyPair.Run(ctx, s.opts.Security.TLSReloadInterval) })
+	}
 	run(func() {
 		if err := s.http.Serve(s.httpListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("HTTP server: %w", err)
 		}
 	})
-	if s.kube != nil {
-		log.Info("serving", "grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(), "mode", "kubernetes",
-			"apiServer", s.kube.clients.RESTConfig.Host, "namespaces", s.kube.clients.Namespaces)
+	addrs := []any{"http", s.HTTPAddr().String()}
+	if a := s.GRPCAddr(); a != nil {
+		addrs = append(addrs, "grpc", a.String())
 	} else {
-		log.Info("serving", "grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(), "configDir", s.opts.ConfigDir)
+		log.Info("plaintext ADS port off (Kubernetes mode): give --grpc-addr to serve it")
+	}
+	if a := s.SecureGRPCAddr(); a != nil {
+		addrs = append(addrs, "secureGrpc", a.String())
+	}
+	if s.kube != nil {
+		log.Info("serving", append(addrs, "mode", "kubernetes",
+			"apiServer", s.kube.clients.RESTConfig.Host, "namespaces", s.kube.clients.Namespaces)...)
+	} else {
+		log.Info("serving", append(addrs, "configDir", s.opts.ConfigDir)...)
 	}
 	run(func() { s.waitSynced(ctx) })
 
@@ -246,14 +337,29 @@ func (s *Server) ServiceRegistry() model.ServiceDiscovery {
 // context is cancelled; GracefulStop then waits for them, bounded by
 // ShutdownGrace, after which remaining connections are closed hard.
 func (s *Server) shutdown() {
+	var servers []*grpc.Server
+	for _, g := range []*grpc.Server{s.grpc, s.secure} {
+		if g != nil {
+			servers = append(servers, g)
+		}
+	}
 	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
+	go func() {
+		var wg sync.WaitGroup
+		for _, g := range servers {
+			wg.Go(g.GracefulStop)
+		}
+		wg.Wait()
+		close(done)
+	}()
 	timer := time.NewTimer(s.opts.ShutdownGrace)
 	defer timer.Stop()
 	select {
 	case <-done:
 	case <-timer.C:
-		s.grpc.Stop()
+		for _, g := range servers {
+			g.Stop()
+		}
 		<-done
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)

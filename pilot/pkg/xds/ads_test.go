@@ -220,7 +220,7 @@ func TestInvalidNodeIDEndsTheStream(t *testing.T) {
 			t.Errorf("node id %q: stream ended with %v, want InvalidArgument naming the id", id, err)
 		}
 	}
-	if got := h.s.adsz().TotalProxies; got != 0 {
+	if got := h.s.adsz(nil).TotalProxies; got != 0 {
 		t.Errorf("%d proxies registered from invalid ids", got)
 	}
 }
@@ -287,7 +287,7 @@ func TestLastStreamCloseClearsTheProxy(t *testing.T) {
 	if got := h.metric("pilot_xds"); got != 1 {
 		t.Errorf("pilot_xds = %v with one proxy on two streams, want 1", got)
 	}
-	if got := len(h.s.adsz().Proxies[0].Streams); got != 2 {
+	if got := len(h.s.adsz(nil).Proxies[0].Streams); got != 2 {
 		t.Errorf("adsz shows %d streams, want 2", got)
 	}
 	a1.close()

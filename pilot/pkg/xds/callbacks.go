@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 )
 
 // callbacks receives go-control-plane's stream events for both the SotW and
@@ -125,11 +126,16 @@ func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typ
 			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", node.GetId(), err)
 		}
 		if err := checkClaims(proxy, node, st.identity); err != nil {
-			s.log.Warn("ADS stream rejected: node claims another identity", "node", node.GetId(), "peer", st.peer, "identity", st.identity.String(), "err", err)
+			s.authFailures.Record(st.peer, security.ReasonNamespaceMismatch, "node claims another namespace",
+				"node", truncateID(node.GetId()), "identity", st.identity.String(), "err", err)
 			return err
 		}
 		proxy.Identity = st.identity
-		s.connect(st, proxy)
+		if err := s.connect(st, proxy); err != nil {
+			s.authFailures.Record(st.peer, security.ReasonIdentityConflict, "node id taken by another identity",
+				"node", truncateID(node.GetId()), "identity", st.identity.String())
+			return err
+		}
 		s.mu.Lock()
 	}
 	// Hand the request to the CreateWatch that follows on this goroutine
@@ -161,7 +167,7 @@ func (s *DiscoveryServer) onResponse(key streamKey, typeURL, version, nonce stri
 // connect registers a stream's proxy and, when a push has happened, gives
 // a newly connected proxy its group's view before the cache sees its
 // first request. See the package comment for why pushMu is held.
-func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) {
+func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 	s.pushMu.Lock()
 	defer s.pushMu.Unlock()
 	// state is written only under pushMu, so it can be read here without mu.
@@ -174,6 +180,13 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) {
 
 	s.mu.Lock()
 	p := s.proxies[proxy.ID]
+	if p != nil && !sameIdentity(p.proxy.Identity, proxy.Identity) {
+		// Proxies are keyed by node id: a stream proving another identity
+		// (or none) must not join, and be served, another's state.
+		s.mu.Unlock()
+		return grpcstatus.Errorf(codes.PermissionDenied, "node %q is connected as %s; this stream authenticated as %s",
+			truncateID(proxy.ID), p.proxy.Identity.String(), proxy.Identity.String())
+	}
 	if p == nil {
 		p = &proxyState{proxy: proxy, connectedAt: s.clock.Now(), streams: map[streamKey]*streamState{}, pending: map[string]pendingChange{}}
 		s.proxies[proxy.ID] = p
@@ -191,6 +204,25 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) {
 	if newGroup {
 		s.logNewErrors(ps)
 	}
+	return nil
+}
+
+// sameIdentity reports whether a and b are the same ServiceAccount (or
+// both unauthenticated), however each was verified.
+func sameIdentity(a, b *model.Identity) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Namespace == b.Namespace && a.ServiceAccount == b.ServiceAccount
+}
+
+// truncateID bounds a client-supplied node id in errors and logs.
+func truncateID(id string) string {
+	const max = 256
+	if len(id) <= max {
+		return id
+	}
+	return id[:max] + "...(truncated)"
 }
 
 // trackRequestLocked interprets a request against what the stream was
@@ -262,16 +294,20 @@ func checkClaims(proxy *model.Proxy, node *core.Node, id *model.Identity) error 
 	if id == nil {
 		return nil
 	}
-	claimed := []string{proxy.Namespace}
+	type claim struct{ where, ns string }
+	claims := []claim{{"NAMESPACE metadata", node.GetMetadata().GetFields()["NAMESPACE"].GetStringValue()}}
 	if parts := strings.Split(node.GetId(), "~"); len(parts) == 4 {
 		if _, ns, ok := strings.Cut(parts[2], "."); ok {
-			claimed = append(claimed, ns)
+			claims = append(claims, claim{"node id", ns})
 		}
 	}
-	for _, ns := range claimed {
-		if ns != id.Namespace {
-			return grpcstatus.Errorf(codes.PermissionDenied, "node %q claims namespace %q but authenticated as %s in namespace %q",
-				node.GetId(), ns, id.String(), id.Namespace)
+	// proxy.Namespace is one of the above; checked too in case parsing
+	// ever takes it from elsewhere.
+	claims = append(claims, claim{"node", proxy.Namespace})
+	for _, c := range claims {
+		if c.ns != "" && c.ns != id.Namespace {
+			return grpcstatus.Errorf(codes.PermissionDenied, "node %q claims namespace %q (%s) but authenticated as %s, namespace %q",
+				truncateID(node.GetId()), truncateID(c.ns), c.where, id.String(), id.Namespace)
 		}
 	}
 	return nil

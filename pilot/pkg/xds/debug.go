@@ -16,21 +16,23 @@ type debugEndpoint struct {
 	path        string
 	description string
 	handler     http.HandlerFunc
+	// access is who may call it when debug requests are authenticated.
+	access debugAccess
 }
 
 // debugEndpoints is the one list of endpoints: RegisterDebug mounts it and
 // /debug/list shows it.
 func (s *DiscoveryServer) debugEndpoints() []debugEndpoint {
 	eps := []debugEndpoint{
-		{"/debug/configz", "Every config object (kind, namespace, name, source, spec) and the config errors standing now.", s.handleConfigz},
-		{"/debug/config_dump", "Config sent to one proxy (?proxyID=<node id>) in Envoy's admin ConfigDump format.", s.handleConfigDump},
-		{"/debug/syncz", "Per proxy and xDS type: version and nonce sent, version ACKed, last NACK.", s.handleSyncz},
-		{"/debug/adsz", "Connected proxies: identity, labels, gateway group, streams.", s.handleAdsz},
-		{"/debug/list", "This list.", s.handleList},
-		{"/debug/version", "Build version and the replica answering.", s.handleVersion},
-		{"/healthz/ready", "200 once config has synced and the first push is done, else 503.", s.handleReady},
-		{"/metrics", "Prometheus metrics.", s.metrics.handler().ServeHTTP},
-		{"/debug/pprof/", "Go runtime profiles (net/http/pprof).", pprof.Index},
+		{"/debug/configz", "Every config object (kind, namespace, name, source, spec) and the config errors standing now.", s.handleConfigz, accessAdmin},
+		{"/debug/config_dump", "Config sent to one proxy (?proxyID=<node id>) in Envoy's admin ConfigDump format.", s.handleConfigDump, accessScoped},
+		{"/debug/syncz", "Per proxy and xDS type: version and nonce sent, version ACKed, last NACK.", s.handleSyncz, accessScoped},
+		{"/debug/adsz", "Connected proxies: identity, labels, gateway group, streams.", s.handleAdsz, accessScoped},
+		{"/debug/list", "This list.", s.handleList, accessAdmin},
+		{"/debug/version", "Build version and the replica answering.", s.handleVersion, accessOpen},
+		{"/healthz/ready", "200 once config has synced and the first push is done, else 503.", s.handleReady, accessOpen},
+		{"/metrics", "Prometheus metrics.", s.metrics.handler().ServeHTTP, accessOpen},
+		{"/debug/pprof/", "Go runtime profiles (net/http/pprof).", pprof.Index, accessAdmin},
 	}
 	slices.SortFunc(eps, func(a, b debugEndpoint) int { return strings.Compare(a.path, b.path) })
 	return eps
@@ -41,12 +43,15 @@ func (s *DiscoveryServer) debugEndpoints() []debugEndpoint {
 // nothing else can expose it by accident.
 func (s *DiscoveryServer) RegisterDebug(mux *http.ServeMux) {
 	for _, ep := range s.debugEndpoints() {
-		mux.Handle(ep.path, ep.handler)
+		mux.Handle(ep.path, s.guard(ep.access, ep.handler))
 	}
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/cmdline", s.guard(accessAdmin, pprof.Cmdline))
+	mux.Handle("/debug/pprof/profile", s.guard(accessAdmin, pprof.Profile))
+	mux.Handle("/debug/pprof/symbol", s.guard(accessAdmin, pprof.Symbol))
+	mux.Handle("/debug/pprof/trace", s.guard(accessAdmin, pprof.Trace))
+	// Any other path (a 404 from the mux) is answered only after
+	// authentication, so unknown paths tell an anonymous caller nothing.
+	mux.Handle("/", s.guard(accessAdmin, http.NotFound))
 }
 
 // DebugMux returns a new mux with RegisterDebug's endpoints.

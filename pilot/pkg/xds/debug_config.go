@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -118,6 +119,11 @@ func (s *DiscoveryServer) handleConfigDump(w http.ResponseWriter, r *http.Reques
 	switch {
 	case p == nil:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("proxy %q is not connected (see /debug/adsz)", id))
+		return
+	case !security.ViewerFrom(r.Context()).SeesNamespace(p.proxy.Namespace):
+		// p.proxy is immutable once connected.
+		writeError(w, http.StatusForbidden, fmt.Sprintf("proxy %q is in namespace %q: %s sees only its own namespace's proxies",
+			id, p.proxy.Namespace, security.ViewerFrom(r.Context()).Identity.String()))
 		return
 	case v == nil:
 		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("proxy %q has no config yet: waiting for config sync and the first push", id))

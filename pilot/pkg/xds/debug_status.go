@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -60,16 +61,20 @@ type SyncNack struct {
 	At      time.Time `json:"at"`
 }
 
-func (s *DiscoveryServer) handleSyncz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.syncz())
+func (s *DiscoveryServer) handleSyncz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.syncz(security.ViewerFrom(r.Context())))
 }
 
-func (s *DiscoveryServer) syncz() Syncz {
+// syncz shows the proxies v may see (all for a nil viewer).
+func (s *DiscoveryServer) syncz(v *security.Viewer) Syncz {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := Syncz{Proxies: []SyncProxy{}}
 	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
 		p := s.proxies[id]
+		if !v.SeesNamespace(p.proxy.Namespace) {
+			continue
+		}
 		sp := SyncProxy{ID: id, Types: []SyncType{}}
 		if p.group != nil {
 			sp.GatewayGroup = p.group.key
@@ -144,14 +149,18 @@ type Adsz struct {
 
 // AdszProxy is one connected proxy.
 type AdszProxy struct {
-	ID          string            `json:"id"`
-	Type        string            `json:"type"`
-	IP          string            `json:"ip"`
-	Pod         string            `json:"pod"`
-	Namespace   string            `json:"namespace"`
-	ClusterID   string            `json:"clusterId,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	ConnectedAt time.Time         `json:"connectedAt"`
+	ID        string            `json:"id"`
+	Type      string            `json:"type"`
+	IP        string            `json:"ip"`
+	Pod       string            `json:"pod"`
+	Namespace string            `json:"namespace"`
+	ClusterID string            `json:"clusterId,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	// Identity is what the proxy proved on the secure port
+	// ("ns/NAMESPACE/sa/NAME (token|certificate)"), empty on the
+	// plaintext port.
+	Identity    string    `json:"identity,omitempty"`
+	ConnectedAt time.Time `json:"connectedAt"`
 	// GatewayGroup is the key of the proxy's gateway configuration (empty
 	// for a proxy no Gateway selects, or before the first push); Gateways
 	// are its Gateways as "namespace/name".
@@ -168,20 +177,27 @@ type AdszStream struct {
 	OpenedAt time.Time `json:"openedAt"`
 }
 
-func (s *DiscoveryServer) handleAdsz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.adsz())
+func (s *DiscoveryServer) handleAdsz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.adsz(security.ViewerFrom(r.Context())))
 }
 
-func (s *DiscoveryServer) adsz() Adsz {
+// adsz shows the proxies v may see (all for a nil viewer).
+func (s *DiscoveryServer) adsz(v *security.Viewer) Adsz {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Adsz{TotalProxies: len(s.proxies), Proxies: []AdszProxy{}}
+	out := Adsz{Proxies: []AdszProxy{}}
 	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
 		p := s.proxies[id]
+		if !v.SeesNamespace(p.proxy.Namespace) {
+			continue
+		}
 		ap := AdszProxy{
 			ID: id, Type: string(p.proxy.Type), IP: p.proxy.IPAddress, Pod: p.proxy.PodName, Namespace: p.proxy.Namespace,
 			ClusterID: p.proxy.ClusterID, Labels: p.proxy.Labels, ConnectedAt: p.connectedAt,
 			Gateways: []string{}, Streams: []AdszStream{},
+		}
+		if p.proxy.Identity != nil {
+			ap.Identity = p.proxy.Identity.String()
 		}
 		if p.group != nil {
 			ap.GatewayGroup = p.group.key
@@ -193,6 +209,7 @@ func (s *DiscoveryServer) adsz() Adsz {
 		}
 		out.Proxies = append(out.Proxies, ap)
 	}
+	out.TotalProxies = len(out.Proxies)
 	return out
 }
 

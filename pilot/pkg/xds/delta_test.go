@@ -308,7 +308,7 @@ func TestDeltaNackKeepsLastGoodConfig(t *testing.T) {
 	if st := syncOf(t, h, nodeID("d"), "rds"); st.Status != "SYNCED" || st.AckedVersion != good.GetSystemVersionInfo() {
 		t.Errorf("syncz rds after the next change = %+v", st)
 	}
-	az := h.s.adsz()
+	az := h.s.adsz(nil)
 	if len(az.Proxies) != 1 || len(az.Proxies[0].Streams) != 1 || !az.Proxies[0].Streams[0].Delta {
 		t.Errorf("adsz does not show the delta stream: %+v", az)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -55,6 +56,13 @@ type Options struct {
 	MaxConcurrentSends int
 	// Replica names this server (its pod name) in /debug/version.
 	Replica string
+	// DebugAuth, when set, authenticates debug requests (Kubernetes mode):
+	// see debug_auth.go. Nil serves them to anyone who reaches the port.
+	DebugAuth *security.DebugAuth
+	// AuthFailures counts and logs streams refused for their identity (a
+	// namespace claim that is not theirs, a node id taken by another
+	// identity); nil does neither.
+	AuthFailures *security.Failures
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -69,6 +77,9 @@ type DiscoveryServer struct {
 	log        *slog.Logger
 	clock      clock.WithTicker
 	metrics    *metrics
+	// debugAuth and authFailures are Options.DebugAuth and AuthFailures.
+	debugAuth    *security.DebugAuth
+	authFailures *security.Failures
 
 	// intern keeps each generated resource's marshaled form; see resources.go.
 	intern *interner
@@ -143,6 +154,8 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		proxies:       map[string]*proxyState{},
 		streams:       map[streamKey]*streamState{},
 		requests:      map[any]*streamState{},
+		debugAuth:     opts.DebugAuth,
+		authFailures:  opts.AuthFailures,
 	}
 	s.metrics = newMetrics(opts.Registry, s.currentErrors)
 	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(shortType(typeURL)).Inc() })

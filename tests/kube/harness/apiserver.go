@@ -81,7 +81,7 @@ func prepareAPIServer(binary, dir, etcdURL string) (*apiServer, error) {
 		"--cert-dir=" + certDir,
 		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-issuer=" + ServiceAccountIssuer,
 		"--service-account-key-file=" + saKey,
 		"--service-account-signing-key-file=" + saKey,
 		// A range for Service ClusterIPs to be allocated from; nothing

@@ -31,6 +31,11 @@ func NewRootCommand() *cobra.Command {
 
 func newDiscoveryCommand() *cobra.Command {
 	var opts bootstrap.Options
+	return discoveryCommand(&opts)
+}
+
+// discoveryCommand binds the flags to opts.
+func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	var logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "discovery",
@@ -48,7 +53,8 @@ func newDiscoveryCommand() *cobra.Command {
 			if opts.ConfigDir != "" && opts.Kubeconfig != "" {
 				return usageError(cmd, "--config-dir and --kubeconfig are both set: choose one config source, a folder of YAML (file mode) or a Kubernetes cluster")
 			}
-			s, err := bootstrap.NewServer(opts)
+			applyModeDefaults(cmd, opts)
+			s, err := bootstrap.NewServer(*opts)
 			if err != nil {
 				return err
 			}
@@ -58,8 +64,15 @@ func newDiscoveryCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.GRPCAddr, "grpc-addr", ":15010", "address of the ADS gRPC server")
-	f.StringVar(&opts.HTTPAddr, "http-addr", ":15014", "address of the debug, readiness and metrics HTTP server")
+	f.StringVar(&opts.GRPCAddr, "grpc-addr", "127.0.0.1:15010", "address of the plaintext ADS gRPC server; file mode only unless given explicitly (Kubernetes mode serves no plaintext ADS by default)")
+	f.StringVar(&opts.HTTPAddr, "http-addr", "127.0.0.1:15014", "address of the debug, readiness and metrics HTTP server (Kubernetes mode default :15014, debug paths need a token)")
+	f.StringVar(&opts.Security.SecureGRPCAddr, "secure-grpc-addr", ":15012", "address of the TLS ADS gRPC server for authenticated clients; empty turns it off")
+	f.StringVar(&opts.Security.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM) of the secure ADS port, reread when it changes; without it Kubernetes mode keeps a self-signed CA in Secret wayfinder-ca of --pod-namespace")
+	f.StringVar(&opts.Security.TLSKeyFile, "tls-key-file", "", "private key (PEM) of --tls-cert-file")
+	f.StringSliceVar(&opts.Security.TLSSANs, "tls-san", nil, "further DNS names (or IP addresses) of the self-signed serving certificate")
+	f.StringVar(&opts.Security.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) verifying client certificates on the secure port; identity from their spiffe://TRUST_DOMAIN/ns/NS/sa/SA URI SAN")
+	f.StringSliceVar(&opts.Security.TokenAudiences, "token-audiences", bootstrap.DefaultTokenAudiences, "audiences a ServiceAccount token on the secure port must be for (TokenReview)")
+	f.StringSliceVar(&opts.Security.DebugAdminNamespaces, "debug-admin-namespaces", nil, "namespaces whose ServiceAccount tokens may read every debug endpoint (default: --pod-namespace, istio-system, kube-system)")
 	f.StringVar(&opts.ConfigDir, "config-dir", "", "folder of Istio YAML to serve (file mode); without it config comes from Kubernetes")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read config, Services and EndpointSlices from (Kubernetes mode); empty with no --config-dir means the in-cluster service account")
 	f.StringSliceVar(&opts.WatchNamespaces, "watch-namespaces", nil, "comma-separated namespaces Kubernetes mode watches; empty means all")
@@ -79,6 +92,22 @@ func newDiscoveryCommand() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	return cmd
+}
+
+// applyModeDefaults adjusts defaults that depend on the mode: Kubernetes
+// mode serves no plaintext ADS unless --grpc-addr was given, and its
+// debug port listens on every address (its debug paths need a token).
+func applyModeDefaults(cmd *cobra.Command, opts *bootstrap.Options) {
+	if opts.ConfigDir != "" {
+		return
+	}
+	f := cmd.Flags()
+	if !f.Changed("grpc-addr") {
+		opts.GRPCAddr = ""
+	}
+	if !f.Changed("http-addr") {
+		opts.HTTPAddr = ":15014"
+	}
 }
 
 func usageError(cmd *cobra.Command, msg string) error {

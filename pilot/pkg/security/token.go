@@ -1,0 +1,162 @@
+package security
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+)
+
+// Defaults of TokenOptions.
+const (
+	DefaultTokenCacheSize   = 10000
+	DefaultNegativeCacheTTL = 10 * time.Second
+	// DefaultUnknownExpiryTTL is how long a valid token whose expiry cannot
+	// be read (not a JWT with exp) is trusted without asking again.
+	DefaultUnknownExpiryTTL = time.Minute
+)
+
+// TokenOptions configure a TokenAuthenticator.
+type TokenOptions struct {
+	// Client creates the TokenReviews. Required.
+	Client kubernetes.Interface
+	// CacheSize bounds the cached results; zero means DefaultTokenCacheSize.
+	CacheSize int
+	// NegativeTTL is how long a refused token stays refused without asking
+	// the API server again; zero means DefaultNegativeCacheTTL.
+	NegativeTTL time.Duration
+	// Clock decides expiry; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// TokenAuthenticator verifies ServiceAccount tokens with TokenReview. A
+// verified token is cached until it expires (its JWT exp claim, read only
+// after the API server vouched for the token); a refused one for
+// NegativeTTL. Only a hash of the token is kept.
+type TokenAuthenticator struct {
+	client      kubernetes.Interface
+	clock       clock.PassiveClock
+	negativeTTL time.Duration
+	cache       *ttlCache[tokenResult]
+}
+
+type tokenResult struct {
+	id  *model.Identity
+	err error
+}
+
+// ErrTokenRefused wraps every error for a token the API server did not
+// accept (as opposed to an API server that could not be asked).
+var ErrTokenRefused = errors.New("token refused")
+
+// NewTokenAuthenticator returns an authenticator using o.
+func NewTokenAuthenticator(o TokenOptions) *TokenAuthenticator {
+	if o.CacheSize <= 0 {
+		o.CacheSize = DefaultTokenCacheSize
+	}
+	if o.NegativeTTL <= 0 {
+		o.NegativeTTL = DefaultNegativeCacheTTL
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &TokenAuthenticator{client: o.Client, clock: o.Clock, negativeTTL: o.NegativeTTL, cache: newTTLCache[tokenResult](o.CacheSize)}
+}
+
+// Authenticate returns the ServiceAccount token belongs to, if the API
+// server accepts it for one of audiences (none: the API server's own
+// audiences). The error wraps ErrTokenRefused when the token itself is
+// the problem.
+func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string, audiences []string) (*model.Identity, error) {
+	key := cacheKey(token, audiences)
+	now := a.clock.Now()
+	if r, ok := a.cache.get(key, now); ok {
+		return r.id, r.err
+	}
+	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
+		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		// Not cached: the API server's trouble says nothing about the token.
+		return nil, fmt.Errorf("TokenReview: %w", err)
+	}
+	id, err := reviewIdentity(review.Status, audiences)
+	if err != nil {
+		err = fmt.Errorf("%w: %v", ErrTokenRefused, err)
+		a.cache.put(key, tokenResult{err: err}, now.Add(a.negativeTTL), now)
+		return nil, err
+	}
+	expires, ok := jwtExpiry(token)
+	if !ok {
+		expires = now.Add(DefaultUnknownExpiryTTL)
+	}
+	a.cache.put(key, tokenResult{id: id}, expires, now)
+	return id, nil
+}
+
+func reviewIdentity(st authnv1.TokenReviewStatus, audiences []string) (*model.Identity, error) {
+	if !st.Authenticated {
+		if st.Error != "" {
+			return nil, fmt.Errorf("not authenticated: %s", truncate(st.Error))
+		}
+		return nil, errors.New("not authenticated")
+	}
+	if len(audiences) > 0 && len(st.Audiences) == 0 {
+		// An authenticator that does not support audiences accepted it:
+		// not good enough when audiences were asked for.
+		return nil, fmt.Errorf("token is not for any of the audiences %s", strings.Join(audiences, ", "))
+	}
+	return serviceAccountIdentity(st.User.Username)
+}
+
+// cacheKey hashes token and audiences: the cache never holds a token.
+func cacheKey(token string, audiences []string) string {
+	h := sha256.New()
+	h.Write([]byte(token))
+	for _, a := range audiences {
+		h.Write([]byte{0})
+		h.Write([]byte(a))
+	}
+	return string(h.Sum(nil))
+}
+
+// jwtExpiry reads the exp claim of a JWT without verifying it; it is used
+// only to bound how long a token the API server accepted stays cached.
+func jwtExpiry(token string) (time.Time, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp *int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == nil {
+		return time.Time{}, false
+	}
+	return time.Unix(*claims.Exp, 0), true
+}
+
+// BearerToken returns the token of an "Bearer TOKEN" authorization value.
+func BearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
