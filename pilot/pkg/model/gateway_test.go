@@ -40,10 +40,10 @@ spec:
 	}
 	a, b := mg.HTTPSServers[443][0], mg.HTTPSServers[443][1]
 	if a.RouteName != "https.443.https.a.ns" || !slices.Equal(a.ServerNames, []string{"*.b.com", "a.com"}) ||
-		a.Credential != (SecretRef{Namespace: "ns", Name: "a"}) || a.Credential.SDSName() != "kubernetes://ns/a" {
+		a.Credential != (Credential{ResourceName: "kubernetes://a", Name: "a"}) {
 		t.Errorf("credential server %+v", a)
 	}
-	if b.RouteName != "https.443.https-files.b.ns" || len(b.ServerNames) != 0 || b.Credential != (SecretRef{}) {
+	if b.RouteName != "https.443.https-files.b.ns" || len(b.ServerNames) != 0 || !b.Credential.IsZero() {
 		t.Errorf("file server (host * matches any SNI) %+v", b)
 	}
 	if len(mg.Errors) != 1 || mg.Errors[0].Field != "spec.servers[2].port.protocol" || mg.Errors[0].Key.Name != "b" {

@@ -49,6 +49,10 @@ type group struct {
 	// a consistent view; its proxies keep what they have.
 	view   *view
 	errors []*config.Error
+	// scope is whom the group's secrets are for, and refused the secrets
+	// its proxies are not sent (their filter chains are left out).
+	scope   string
+	refused []model.SecretRefusal
 }
 
 // push computes config for every connected proxy and publishes the views.
@@ -185,11 +189,16 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 		g = s.proxylessGroup(st)
 	} else {
 		gws := st.push.GatewaysForProxy(p)
-		key := model.GatewayGroupKey(gws)
+		// The key says what the group's secrets depend on (namespace,
+		// ServiceAccount, authenticated or not), so proxies entitled to
+		// different Secrets never share a view, and those entitled to the
+		// same share one translation.
+		scope := model.SecretScope{Identity: p.Identity, Authorizer: s.authz}
+		key := model.ScopedGatewayGroupKey(gws, scope)
 		if g, ok := st.groups[key]; ok {
 			return g, false
 		}
-		g = s.gatewayGroup(st, key, gws)
+		g = s.gatewayGroup(st, key, gws, scope)
 	}
 	s.mu.Lock()
 	st.groups[g.key] = g
@@ -198,13 +207,21 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 }
 
 // gatewayGroup translates one gateway configuration into its view.
-func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.Config) *group {
-	g := &group{key: key, gateways: make([]config.Key, len(gws))}
+func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.Config, scope model.SecretScope) *group {
+	g := &group{key: key, gateways: make([]config.Key, len(gws)), scope: scope.String()}
 	for i := range gws {
 		g.gateways[i] = gws[i].Key()
 	}
-	res, err := s.buildGateway(st.push, gws)
+	res, err := s.buildGateway(st.push, gws, scope)
+	if err == nil && scope.Identity == nil && len(res.Secrets) > 0 {
+		// Whatever the generator says, key material never goes to an
+		// unauthenticated proxy: without these, listeners naming them
+		// are dropped by the consistency check below.
+		s.log.Error("generator returned secrets for unauthenticated proxies; they are not sent", "group", key, "secrets", len(res.Secrets))
+		res.Secrets = nil
+	}
 	if err == nil {
+		g.refused = res.SecretRefusals
 		g.listeners, g.routes, g.secrets, g.errors = gatewayResources(s.intern, "gateway/"+key, res)
 		v := newView(st.clusters, st.endpoints, g.listeners, g.routes, g.secrets)
 		if err = v.consistent(); err == nil {
@@ -274,10 +291,10 @@ func (s *DiscoveryServer) buildEndpoints(pc *model.PushContext) (res EndpointRes
 }
 
 // buildGateway runs the generator, turning a panic into an error.
-func (s *DiscoveryServer) buildGateway(pc *model.PushContext, gws []config.Config) (res GatewayResources, err error) {
+func (s *DiscoveryServer) buildGateway(pc *model.PushContext, gws []config.Config, scope model.SecretScope) (res GatewayResources, err error) {
 	s.metrics.translations.WithLabelValues("gateway").Inc()
 	defer s.recoverTranslation("gateway", &err)
-	return s.gen.BuildGateway(pc, gws), nil
+	return s.gen.BuildGateway(pc, gws, scope), nil
 }
 
 // buildProxyless runs the generator, turning a panic into an error.

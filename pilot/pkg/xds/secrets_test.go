@@ -22,7 +22,7 @@ func TestGatewaySecretsAreServedByName(t *testing.T) {
 	}
 	h.gen.extraSecrets = []*tlsv3.Secret{tlsSecret(cert), tlsSecret("kubernetes://istio-system/unused")}
 	h.syncAndWait()
-	a := h.connect(nodeID("a"), ingressLabels)
+	a := h.connect(nodeID("a"), ingressLabels, withIdentity("istio-system", "gateway"))
 	got := a.syncAll()
 	if names := resourceNames(t, got[resource.ListenerType]); !slices.Equal(names, []string{"0.0.0.0_443", "0.0.0.0_80"}) {
 		t.Errorf("listeners %v, want the plain one and the one whose secret exists", names)

@@ -35,9 +35,13 @@ type GatewayResources struct {
 	Listeners []*listenerv3.Listener
 	Routes    []*routev3.RouteConfiguration
 	// Secrets are the certificates the HTTPS listeners fetch over SDS
-	// (named "kubernetes://NAMESPACE/NAME"): exactly those referenced.
+	// (named as credentialName says: "kubernetes://NAME" or
+	// "kubernetes://NAMESPACE/NAME"): exactly those referenced.
 	Secrets []*tlsv3.Secret
-	Errors  []*config.Error
+	// SecretRefusals are the secrets the scope's proxies may not have;
+	// the filter chains needing them are left out.
+	SecretRefusals []model.SecretRefusal
+	Errors         []*config.Error
 }
 
 // BuildGateway translates the Gateways selecting a proxy (as returned by
@@ -54,21 +58,23 @@ type GatewayResources struct {
 // from a Secret (credentialName) are reported and left out. Use
 // BuildGatewayWithSecrets to serve them.
 func BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
-	return BuildGatewayWithSecrets(push, gateways, nil)
+	return BuildGatewayWithSecrets(push, gateways, nil, model.SecretScope{})
 }
 
 // BuildGatewayWithSecrets is BuildGateway with the certificates of HTTPS
-// servers read from secrets. Errors are those of merging the servers, then
-// of the secrets, the listeners and the routes. A server whose Secret is
-// missing or unusable is left out entirely (chain and routes), so the
-// listener never references a secret Envoy will not get.
-func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, secrets model.SecretStore) GatewayResources {
+// servers read from secrets, for the proxies of scope: credentialNames
+// resolve in its namespace, and only Secrets scope.Refusal allows are
+// sent. Errors are those of merging the servers, then of the secrets, the
+// listeners and the routes. A server whose Secret is refused, missing or
+// unusable is left out entirely (chain and routes), so the listener never
+// references a secret Envoy will not get.
+func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, secrets model.SecretStore, scope model.SecretScope) GatewayResources {
 	mg := model.MergeGateways(gateways)
 	var out GatewayResources
 	out.Errors = append(out.Errors, mg.Errors...)
 
 	var errs []*config.Error
-	out.Secrets, mg, errs = listener.BuildSecrets(mg, secrets)
+	out.Secrets, mg, out.SecretRefusals, errs = listener.BuildSecrets(mg, secrets, scope)
 	out.Errors = append(out.Errors, errs...)
 
 	listeners, errs := listener.BuildGatewayListeners(mg)

@@ -116,9 +116,9 @@ func downstreamTLS(s model.HTTPSServer) (*tlsv3.DownstreamTlsContext, error) {
 		return nil, err
 	}
 	common := &tlsv3.CommonTlsContext{TlsParams: params, AlpnProtocols: ALPNProtocols}
-	if s.Credential != (model.SecretRef{}) {
+	if !s.Credential.IsZero() {
 		common.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{
-			Name:      s.Credential.SDSName(),
+			Name:      s.Credential.ResourceName,
 			SdsConfig: adsConfigSource(),
 		}}
 	} else {

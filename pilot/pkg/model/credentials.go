@@ -1,0 +1,190 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// Credential resource names, as Istio names them: an SDS resource
+// "kubernetes://NAME" is the Secret NAME of the namespace of the proxy
+// that asks for it; "kubernetes://NAMESPACE/NAME" names the namespace.
+const (
+	KubernetesSecretPrefix = "kubernetes://"
+	// kubernetesGatewayPrefix is the Gateway API form Istio serves only to
+	// references a ReferenceGrant verified; Wayfinder reads no Gateway API.
+	kubernetesGatewayPrefix = "kubernetes-gateway://"
+	builtinPrefix           = "builtin://"
+)
+
+// Credential is a tls.credentialName as written in a Gateway server,
+// before it is resolved for a proxy.
+type Credential struct {
+	// ResourceName is the SDS resource name the server's filter chain
+	// fetches: "kubernetes://NAME", or "kubernetes://NAMESPACE/NAME" when
+	// the credentialName names a namespace. Proxies of different
+	// namespaces fetch the same name and each gets its own namespace's
+	// Secret, as with istiod.
+	ResourceName string
+	// Namespace is the namespace the credentialName names, "" for the
+	// proxy's own.
+	Namespace string
+	// Name is the Secret's name.
+	Name string
+}
+
+// IsZero reports whether c names nothing (the server uses certificate files).
+func (c Credential) IsZero() bool { return c.ResourceName == "" }
+
+// Resolve is the Secret c names for a proxy of namespace proxyNS.
+func (c Credential) Resolve(proxyNS string) SecretRef {
+	if c.Namespace != "" {
+		return SecretRef{Namespace: c.Namespace, Name: c.Name}
+	}
+	return SecretRef{Namespace: proxyNS, Name: c.Name}
+}
+
+// ParseCredentialName reads a credentialName the way istiod does: "NAME"
+// and "kubernetes://NAME" are the proxy's namespace's Secret NAME;
+// "NAMESPACE/NAME" and "kubernetes://NAMESPACE/NAME" are NAMESPACE's.
+// Istio's other forms (kubernetes-gateway://, builtin://) are errors.
+func ParseCredentialName(s string) (Credential, error) {
+	switch {
+	case strings.HasPrefix(s, kubernetesGatewayPrefix):
+		return Credential{}, fmt.Errorf("credentialName %q: %s secrets belong to the Gateway API, which is not served; use %sNAMESPACE/NAME", s, kubernetesGatewayPrefix, KubernetesSecretPrefix)
+	case strings.HasPrefix(s, builtinPrefix):
+		return Credential{}, fmt.Errorf("credentialName %q: %s (the workload's own certificate) is not served", s, builtinPrefix)
+	}
+	rest := strings.TrimPrefix(s, KubernetesSecretPrefix)
+	c := Credential{ResourceName: KubernetesSecretPrefix + rest, Name: rest}
+	if ns, name, ok := strings.Cut(rest, "/"); ok {
+		c.Namespace, c.Name = ns, name
+		if ns == "" || name == "" || strings.Contains(name, "/") {
+			return Credential{}, fmt.Errorf("credentialName %q: want NAME, NAMESPACE/NAME or %sNAMESPACE/NAME", s, KubernetesSecretPrefix)
+		}
+	}
+	if c.Name == "" {
+		return Credential{}, fmt.Errorf("credentialName %q names no Secret", s)
+	}
+	return c, nil
+}
+
+// SecretAuthorizer decides whether a ServiceAccount may read a Secret of
+// another namespace than its own. Kubernetes mode asks the API server
+// (SubjectAccessReview, verb get) and caches the answers.
+type SecretAuthorizer interface {
+	// CanGetSecret reports whether id may get Secret ref; when not, reason
+	// says why. A check that fails is a refusal (fail closed) that the
+	// implementation retries later, asking for a push when an answer
+	// changes. It may block for a bounded time on an answer not cached.
+	CanGetSecret(id Identity, ref SecretRef) (ok bool, reason string)
+}
+
+// SecretScope is whom the SDS secrets of one gateway configuration are
+// for: the proxies of one verified identity. Secrets are resolved in its
+// namespace and each is checked against the rule in Refusal.
+type SecretScope struct {
+	// Identity is the proxies' verified identity; nil on the plaintext
+	// port, which is never sent key material.
+	Identity *Identity
+	// Authorizer answers for Secrets of other namespaces; nil refuses them.
+	Authorizer SecretAuthorizer
+}
+
+// Namespace is the namespace credentialNames without one resolve in.
+func (s SecretScope) Namespace() string {
+	if s.Identity == nil {
+		return ""
+	}
+	return s.Identity.Namespace
+}
+
+// String names the scope's proxies for reports: "ns/NS/sa/SA" or
+// "unauthenticated (plaintext port)".
+func (s SecretScope) String() string {
+	if s.Identity == nil {
+		return "unauthenticated proxies (plaintext port)"
+	}
+	return "ns/" + s.Identity.Namespace + "/sa/" + s.Identity.ServiceAccount
+}
+
+// Refusal applies Istio's rule for sending a Secret to a proxy: only to a
+// verified identity, and only a Secret of its own namespace or one its
+// ServiceAccount may get. It returns why ref is refused, "" when it is not.
+func (s SecretScope) Refusal(ref SecretRef) string {
+	switch {
+	case s.Identity == nil:
+		return "key material is only sent to authenticated proxies (secure port)"
+	case ref.Namespace == s.Identity.Namespace:
+		return ""
+	case s.Authorizer == nil:
+		return fmt.Sprintf("the Secret is not in the proxy's namespace %s and no authorizer can grant ServiceAccount %s/%s access to it", s.Identity.Namespace, s.Identity.Namespace, s.Identity.ServiceAccount)
+	}
+	if ok, reason := s.Authorizer.CanGetSecret(*s.Identity, ref); !ok {
+		return fmt.Sprintf("the Secret is not in the proxy's namespace %s and ServiceAccount %s/%s may not get it: %s", s.Identity.Namespace, s.Identity.Namespace, s.Identity.ServiceAccount, reason)
+	}
+	return ""
+}
+
+// ScopedGatewayGroupKey is the key of the gateway group a proxy belongs
+// to: GatewayGroupKey(gws), extended by what the group's secrets depend
+// on. Gateways without credentialName servers give every proxy the same
+// config, whoever it is. With them, plaintext proxies share one group (no
+// secrets), and verified proxies share one per namespace, or per namespace
+// and ServiceAccount when a credentialName names another namespace, whose
+// Secret the authorizer may give to one ServiceAccount and not to another.
+// So proxies of one namespace and ServiceAccount with the same Gateways
+// share one translation.
+func ScopedGatewayGroupKey(gws []config.Config, scope SecretScope) string {
+	key := GatewayGroupKey(gws)
+	uses, crossNS := false, false
+	for _, gw := range gws {
+		for _, c := range gatewayCredentials(gw) {
+			uses = true
+			if c.Namespace != "" && c.Namespace != scope.Namespace() {
+				crossNS = true
+			}
+		}
+	}
+	switch {
+	case !uses:
+		return key
+	case scope.Identity == nil:
+		return key + "/plaintext"
+	case crossNS:
+		return key + "/ns/" + scope.Identity.Namespace + "/sa/" + scope.Identity.ServiceAccount
+	}
+	return key + "/ns/" + scope.Identity.Namespace
+}
+
+// SecretRefusal is an SDS secret a gateway configuration references that
+// its proxies are not sent, and why; their filter chain that needs it is
+// left out.
+type SecretRefusal struct {
+	// Resource is the SDS resource name; Secret the Kubernetes Secret it
+	// resolved to for the proxies' namespace.
+	Resource string `json:"resource"`
+	Secret   string `json:"secret"`
+	// Gateway and Server locate the server: "namespace/name" and its
+	// spec.servers field.
+	Gateway string `json:"gateway"`
+	Server  string `json:"server"`
+	Reason  string `json:"reason"`
+}
+
+// gatewayCredentials are the credentials gw's servers name; names that do
+// not parse are left out (MergeGateways reports them).
+func gatewayCredentials(gw config.Config) []Credential {
+	var out []Credential
+	for _, s := range gw.Spec.(*networking.Gateway).GetServers() {
+		if name := s.GetTls().GetCredentialName(); name != "" {
+			if c, err := ParseCredentialName(name); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
