@@ -69,6 +69,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.Store, xopts.Errors = agg, agg
 		xopts.Registries = []model.ServiceDiscovery{kube.registry}
 		xopts.Secrets = kube.secrets
+		xopts.SecretAuthorizer = kube.secretAuthorizer()
 	} else {
 		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval, Logger: opts.Logger})
 		if err != nil {
@@ -155,6 +156,7 @@ func (s *Server) Run(ctx context.Context) error {
 		run(func() { s.kube.clients.Queue.Run(ctx) })
 		run(func() { s.kube.registry.Run(ctx) })
 		run(func() { s.kube.secrets.Run(ctx) })
+		run(func() { s.kube.authz.Run(ctx) })
 		if s.kube.status != nil {
 			run(func() {
 				if err := s.kube.status.Run(ctx); err != nil {
