@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
 )
 
 // The secret authorizer against the real API server and its RBAC, with
@@ -65,24 +69,24 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := model.Identity{Namespace: gwNS, ServiceAccount: "ingressgateway", Method: model.MethodToken}
+	gw := model.Identity{Namespace: gwNS, ServiceAccount: "istio-ingressgateway-service-account", Method: model.MethodToken}
 	secret := model.SecretRef{Namespace: appNS, Name: "shop-tls"}
 	if ok, reason := a.CanGetSecret(gw, secret); ok || !strings.Contains(reason, "RBAC does not allow get") {
 		t.Fatalf("without a RoleBinding: allowed %v, reason %q; want denied by RBAC (not a failed review)", ok, reason)
 	}
 
-	// Grant get on that one Secret, as the README shows.
-	r := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gateway-reads-shop-tls", Namespace: appNS},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"shop-tls"}, Verbs: []string{"get"}}}}
-	if _, err := admin.RbacV1().Roles(appNS).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+	// Grant get on that one Secret with the README's example, renamed to
+	// the test's namespaces.
+	example, err := os.ReadFile(filepath.Join("..", "..", "manifests", "examples", "gateway-secret-access.yaml"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: appNS},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: gw.ServiceAccount, Namespace: gwNS}}}
-	if _, err := admin.RbacV1().RoleBindings(appNS).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+	example = bytes.ReplaceAll(example, []byte("namespace: istio-system"), []byte("namespace: "+gwNS))
+	example = bytes.ReplaceAll(example, []byte("namespace: shop"), []byte("namespace: "+appNS))
+	if _, err := c.Apply(ctx, harness.ApplyOptions{}, bytes.Split(example, []byte("\n---\n"))...); err != nil {
 		t.Fatal(err)
 	}
+	const rbName = "ingressgateway-reads-shop-tls"
 	// The API server's authorizer sees new bindings through its own
 	// informer: ask again (each time past the cached answer's TTL) until
 	// it does, within the bounded wait.
@@ -96,7 +100,7 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	}
 
 	// Revoked: denied again once the allowed answer expires.
-	if err := admin.RbacV1().RoleBindings(appNS).Delete(ctx, rb.Name, metav1.DeleteOptions{}); err != nil {
+	if err := admin.RbacV1().RoleBindings(appNS).Delete(ctx, rbName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswer(t, a, clk, gw, secret, false)
