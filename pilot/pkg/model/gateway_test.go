@@ -72,6 +72,8 @@ func TestMergeGatewaysRejects(t *testing.T) {
 			"spec.servers[0].tls.mode", "tls mode MUTUAL is not served yet", 0},
 		{"no certificate", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, serverCertificate: /c.pem}}]`,
 			"spec.servers[0].tls", "needs credentialName, or serverCertificate and privateKey", 0},
+		{"Gateway API credential", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: "kubernetes-gateway://ns/c"}}]`,
+			"spec.servers[0].tls.credentialName", "belong to the Gateway API", 0},
 		{"credentialNames", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialNames: [a, b]}}]`,
 			"spec.servers[0].tls", "credentialNames and tlsCertificates are not served yet", 0},
 		{"HTTPS on an HTTP port", `[{port: {number: 80, name: h, protocol: HTTP}, hosts: ["*"]}, {port: {number: 80, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}]`,
