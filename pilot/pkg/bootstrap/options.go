@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc"
 	"k8s.io/client-go/rest"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
@@ -51,6 +52,10 @@ type Options struct {
 	// ShutdownGrace bounds how long shutdown waits for streams to close.
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	// GRPCServerOptions are added to the ADS gRPC server's own, for
+	// embedding and tests (an interceptor that sets model.WithIdentity
+	// in tests that have no secure port).
+	GRPCServerOptions []grpc.ServerOption
 }
 
 // validate rejects option combinations that cannot work.

@@ -88,15 +88,15 @@ func NewServer(opts Options) (s *Server, err error) {
 	s = &Server{opts: opts, store: store, kube: kube, discovery: ds, ready: make(chan struct{})}
 
 	// Envoy keeps ADS streams open for hours; keepalives find dead peers.
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
 		// Configs are megabytes per gateway: 256 KiB writes take an eighth
 		// of the write syscalls of gRPC's 32 KiB default, and a shared
 		// buffer is held only while a connection is writing.
-		grpc.WriteBufferSize(256<<10), grpc.SharedWriteBuffer(true),
+		grpc.WriteBufferSize(256 << 10), grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	}, opts.GRPCServerOptions...)...)
 	ds.Register(s.grpc)
 
 	mux := http.NewServeMux()
