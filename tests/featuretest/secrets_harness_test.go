@@ -212,3 +212,35 @@ func readFile(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// ackAndNext ACKs resp and returns the next response of its type.
+func (c *rawClient) ackAndNext(resp *discovery.DiscoveryResponse, names ...string) *discovery.DiscoveryResponse {
+	c.t.Helper()
+	req := proto.Clone(c.node).(*discovery.DiscoveryRequest)
+	req.TypeUrl, req.ResourceNames = resp.GetTypeUrl(), names
+	req.VersionInfo, req.ResponseNonce = resp.GetVersionInfo(), resp.GetNonce()
+	if err := c.stream.Send(req); err != nil {
+		c.t.Fatal(err)
+	}
+	got := make(chan *discovery.DiscoveryResponse, 1)
+	errc := make(chan error, 1)
+	go func() {
+		r, err := c.stream.Recv()
+		if err != nil {
+			errc <- err
+			return
+		}
+		got <- r
+	}()
+	select {
+	case r := <-got:
+		b, _ := proto.Marshal(r)
+		c.received.Write(b)
+		return r
+	case err := <-errc:
+		c.t.Fatalf("%s: %v", resp.GetTypeUrl(), err)
+	case <-time.After(waitTimeout):
+		c.t.Fatalf("no %s response after the ACK", resp.GetTypeUrl())
+	}
+	return nil
+}

@@ -2,17 +2,24 @@ package featuretest
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -228,5 +235,93 @@ func mapKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// A SubjectAccessReview that fails refuses the Secret (fail closed) and
+// is retried: once the API server answers, the gateway is pushed the
+// chain and the secret without any config change.
+func TestFailedReviewRefusesThenRetries(t *testing.T) {
+	appCert, appKey := readFile(t, "app-cert.pem"), readFile(t, "app-key.pem")
+	var mu sync.Mutex
+	failing := true
+	clk := clocktesting.NewFakeClock(time.Now())
+	var authz *credentials.Authorizer
+	s := newSecretServer(t, secretsYAML, map[string][2][]byte{"apps/shop-cert": {appCert, appKey}}, func(ds *xds.DiscoveryServer) model.SecretAuthorizer {
+		cs := fake.NewClientset()
+		cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				return true, nil, errors.New("the server is currently unable to handle the request")
+			}
+			sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+			sar.Status.Allowed = true
+			return true, sar, nil
+		})
+		var err error
+		authz, err = credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews(), Clock: clk, ErrorRetry: 10 * time.Second,
+			OnChange: func() {
+				ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return authz
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { authz.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	gw := dialRaw(t, s.addr, "ingressgateway-0", "istio-system", "istio-system/ingressgateway", publicLabels)
+	lds := gw.fetch(resource.ListenerType)
+	if names := chainSecrets(t, lds); slices.Contains(names, "kubernetes://apps/shop-cert") {
+		t.Fatalf("chains fetch %v while the review fails", names)
+	}
+	var sz xds.Syncz
+	s.get(t, "/debug/syncz", &sz)
+	if len(sz.Proxies) != 1 || len(sz.Proxies[0].SecretsRefused) == 0 || !strings.Contains(sz.Proxies[0].SecretsRefused[0].Reason, "SubjectAccessReview failed") {
+		t.Errorf("syncz %+v, want the Secret refused because the review failed", sz.Proxies)
+	}
+
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	deadline := time.Now().Add(waitTimeout)
+	for !clk.HasWaiters() { // the authorizer's refresh ticker
+		if time.Now().After(deadline) {
+			t.Fatal("the authorizer's refresh loop is not running")
+		}
+		goruntime.Gosched()
+	}
+	clk.Step(10 * time.Second)
+	lds = gw.ackAndNext(lds)
+	if names := chainSecrets(t, lds); !slices.Contains(names, "kubernetes://apps/shop-cert") {
+		t.Fatalf("after the review succeeded the chains fetch %v", names)
+	}
+	sec := tlsSecretOf(t, gw, "kubernetes://apps/shop-cert")
+	if c := sec["kubernetes://apps/shop-cert"].GetTlsCertificate(); !bytes.Equal(c.GetPrivateKey().GetInlineBytes(), appKey) {
+		t.Error("the gateway did not receive apps/shop-cert after the retry")
+	}
+}
+
+func chainSecrets(t *testing.T, lds *discovery.DiscoveryResponse) []string {
+	t.Helper()
+	var out []string
+	for _, a := range lds.GetResources() {
+		l := &listenerv3.Listener{}
+		if err := a.UnmarshalTo(l); err != nil {
+			t.Fatal(err)
+		}
+		for _, fc := range l.GetFilterChains() {
+			dt := &tlsv3.DownstreamTlsContext{}
+			if fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(dt) == nil {
+				for _, sds := range dt.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+					out = append(out, sds.GetName())
+				}
+			}
+		}
+	}
 	return out
 }

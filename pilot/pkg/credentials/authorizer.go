@@ -54,6 +54,8 @@ type Authorizer struct {
 	// new questions are refused at once rather than each waiting for an
 	// API server that is not answering.
 	failedAt time.Time
+	// failing is whether the last review failed.
+	failing bool
 }
 
 var _ model.SecretAuthorizer = (*Authorizer)(nil)
@@ -146,12 +148,23 @@ func (a *Authorizer) review(k key) *entry {
 	}}
 	now := a.opts.Clock.Now()
 	resp, err := a.opts.Client.Create(ctx, sar, metav1.CreateOptions{})
+	a.mu.Lock()
+	// Logged when reviews start and stop failing, not once per review.
+	wasFailing := a.failing
+	a.failing = err != nil
 	if err != nil {
-		a.mu.Lock()
 		a.failedAt = now
-		a.mu.Unlock()
-		a.opts.Logger.Warn("SubjectAccessReview failed; the Secret is refused until it succeeds", "serviceAccount", k.namespace+"/"+k.serviceAccount, "secret", k.secret.String(), "err", err)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		if !wasFailing {
+			a.opts.Logger.Warn("SubjectAccessReviews fail: Secrets of other namespaces are refused until they succeed (retried every ErrorRetry)",
+				"serviceAccount", k.namespace+"/"+k.serviceAccount, "secret", k.secret.String(), "retry", a.opts.ErrorRetry, "err", err)
+		}
 		return &entry{reason: "SubjectAccessReview failed (retried shortly): " + err.Error(), failed: true, expires: now.Add(a.opts.ErrorRetry)}
+	}
+	if wasFailing {
+		a.opts.Logger.Info("SubjectAccessReviews answer again")
 	}
 	if resp.Status.Allowed && !resp.Status.Denied {
 		return &entry{allowed: true, expires: now.Add(a.opts.AllowedTTL)}
