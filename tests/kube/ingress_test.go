@@ -361,7 +361,7 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 	gr = build()
 	if len(gr.Listeners) != 1 || gr.Listeners[0].Name != "0.0.0.0_80" || len(gr.Secrets) != 0 ||
 		len(failures(gr.Errors)) != 1 || !strings.Contains(failures(gr.Errors)[0].Error(), "Secret "+ns+"/shop-tls does not exist (or holds no tls.crt and tls.key)") {
-		t.Errorf("after the key went: listeners %v secrets %v errors %v", gr.Listeners, gr.Secrets, gr.Errors)
+		t.Errorf("after the key went: listeners %v, %d secrets, errors %v", gr.Listeners, len(gr.Secrets), gr.Errors)
 	}
 }
 

@@ -21,7 +21,11 @@ const (
 )
 
 // Credential is a tls.credentialName as written in a Gateway server,
-// before it is resolved for a proxy.
+// before it is resolved for a proxy. Each SDS resource made from it (the
+// certificate and key today; a MUTUAL server's CA certificate, Istio's
+// "NAME-cacert" resource, is a second one) is resolved with Resolve and
+// checked with SecretScope.Refusal on the Secret it is read from, so every
+// kind of secret follows the same namespace rule.
 type Credential struct {
 	// ResourceName is the SDS resource name the server's filter chain
 	// fetches: "kubernetes://NAME", or "kubernetes://NAMESPACE/NAME" when
