@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -8,13 +9,17 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/grpc"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	knetworking "k8s.io/api/networking/v1"
@@ -28,6 +33,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
 )
 
 // These tests drive Kubernetes Ingress through the whole in-process
@@ -51,6 +57,41 @@ type ingressEnv struct {
 	kube      kubernetes.Interface
 	server    *bootstrap.Server
 	gatewayIP string // the gateway Service's cluster IP
+	cluster_  *harness.Cluster
+}
+
+// gatewayServiceAccount is the gateway proxies' verified identity (see
+// identity_test.go), the ServiceAccount of Istio's default gateway.
+const gatewayServiceAccount = "istio-system/istio-ingressgateway-service-account"
+
+// grantSecret lets the gateway's ServiceAccount get Secret name of e's
+// namespace with manifests/examples/gateway-secret-access.yaml, and waits
+// until the API server's RBAC says so (it learns bindings through its own
+// informer), so the server's first review of it is already allowed.
+func (e *ingressEnv) grantSecret(name string) {
+	e.t.Helper()
+	example, err := os.ReadFile(filepath.Join("..", "..", "manifests", "examples", "gateway-secret-access.yaml"))
+	e.must(err)
+	example = bytes.ReplaceAll(example, []byte("namespace: shop"), []byte("namespace: "+e.ns))
+	example = bytes.ReplaceAll(example, []byte("shop-tls"), []byte(name))
+	_, err = e.cluster_.Apply(ctx, harness.ApplyOptions{}, bytes.Split(example, []byte("\n---\n"))...)
+	e.must(err)
+	ns, sa, _ := strings.Cut(gatewayServiceAccount, "/")
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		r, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:" + ns + ":" + sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: e.ns, Verb: "get", Resource: "secrets", Name: name},
+		}}, metav1.CreateOptions{})
+		e.must(err)
+		if r.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("RBAC never allowed %s to get Secret %s/%s", gatewayServiceAccount, e.ns, name)
+		}
+		time.Sleep(20 * time.Millisecond) // the API server's RBAC informer, not ours
+	}
 }
 
 // Backend endpoints: never dialled, only translated.
@@ -94,8 +135,10 @@ func newIngressEnv(t *testing.T, prefix string) *ingressEnv {
 	e.server = startServer(t, bootstrap.Options{
 		Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
 		PodName: "wayfinder-0", PodNamespace: ns,
-		Ingress: bootstrap.IngressOptions{Service: ns + "/" + ingressGatewayService},
+		Ingress:           bootstrap.IngressOptions{Service: ns + "/" + ingressGatewayService},
+		GRPCServerOptions: []grpc.ServerOption{grpc.StreamInterceptor(testIdentityInterceptor)},
 	})
+	e.cluster_ = c
 	return e
 }
 
@@ -146,7 +189,8 @@ func (e *ingressEnv) gateway(pod string) *adsc.Client {
 	e.t.Helper()
 	dctx, cancel := contextWithTimeout()
 	defer cancel()
-	c, err := adsc.Dial(dctx, adsc.Config{Address: e.server.GRPCAddr().String(), Node: adsc.IstioNode(gatewayNode(pod))})
+	c, err := adsc.Dial(dctx, adsc.Config{Address: e.server.GRPCAddr().String(), Node: adsc.IstioNode(gatewayNode(pod)),
+		DialOptions: []grpc.DialOption{asIdentity(gatewayServiceAccount)}})
 	e.must(err)
 	e.t.Cleanup(func() { c.Close() })
 	return c
@@ -376,7 +420,7 @@ func TestIngressThroughServerRoutesPathsToServiceEndpoints(t *testing.T) {
 // An Ingress TLS entry for its host adds listener 0.0.0.0_443 with a
 // filter chain for the host by SNI, whose certificate comes over SDS as
 // the Secret "kubernetes://NAMESPACE/NAME" that /debug/config_dump lists
-// (by name only). Without the Secret the HTTPS server is dropped and
+// (its key redacted), once the gateway's ServiceAccount may get it. Without the Secret the HTTPS server is dropped and
 // reported in /debug/configz; plain HTTP still serves the host. Once the
 // Secret is back, so is HTTPS.
 func TestIngressTLSThroughServerServesSecretOverSDS(t *testing.T) {
@@ -394,6 +438,10 @@ func TestIngressTLSThroughServerServesSecretOverSDS(t *testing.T) {
 	_, err = e.kube.CoreV1().Secrets(e.ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}, metav1.CreateOptions{})
 	e.must(err)
+	// The Secret is the Ingress's namespace's and the gateway runs in
+	// istio-system: its ServiceAccount is granted get on the Secret as the
+	// README's example does (refusals: secret_authz_test.go, featuretest).
+	e.grantSecret("shop-tls")
 	e.createIngress(e.ingressObj("shop", host, "shop-tls", path{knetworking.PathTypePrefix, "/", "web"}))
 
 	s := waitFor(t, gw, "the HTTPS listener", func(s adsc.State) bool {
@@ -438,10 +486,13 @@ func TestIngressTLSThroughServerServesSecretOverSDS(t *testing.T) {
 	if !slices.Equal(names, []string{sdsName}) {
 		t.Errorf("config_dump secrets %v, want [%s]", names, sdsName)
 	}
-	for _, leak := range []string{base64.StdEncoding.EncodeToString(key), "PRIVATE KEY", "privateKey"} {
+	for _, leak := range []string{base64.StdEncoding.EncodeToString(key), "PRIVATE KEY", string(key[40:80])} {
 		if strings.Contains(raw, leak) {
 			t.Errorf("config_dump shows key material (%.20q...)", leak)
 		}
+	}
+	if !strings.Contains(raw, `"[redacted]"`) {
+		t.Error("config_dump does not show the private key redacted as Envoy's admin does")
 	}
 
 	// The Secret is deleted: the HTTPS server goes, HTTP stays.

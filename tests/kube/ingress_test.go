@@ -309,7 +309,10 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 	build := func() core.GatewayResources {
 		push := model.NewPushContext(src)
 		proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}}
-		return core.BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy), secrets)
+		// The gateway's ServiceAccount is taken to be granted the
+		// Ingress's Secret here; rbac_secrets_test.go asks the API server.
+		scope := model.SecretScope{Identity: &model.Identity{Namespace: "istio-system", ServiceAccount: "gateway", Method: model.MethodToken}, Authorizer: grantAll{}}
+		return core.BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy), secrets, scope)
 	}
 	// Without a Service registry the backend is only warned about.
 	failures := func(errs []*config.Error) []*config.Error {
@@ -322,7 +325,7 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 	}
 	sdsName := "kubernetes://" + ns + "/shop-tls"
 	if !slices.Equal(listeners, []string{"0.0.0.0_443", "0.0.0.0_80"}) || len(gr.Secrets) != 1 || gr.Secrets[0].Name != sdsName || len(failures(gr.Errors)) != 0 {
-		t.Fatalf("listeners %v secrets %v errors %v", listeners, gr.Secrets, gr.Errors)
+		t.Fatalf("listeners %v secrets %d errors %v", listeners, len(gr.Secrets), gr.Errors)
 	}
 	if sni := gr.Listeners[0].GetFilterChains()[0].GetFilterChainMatch().GetServerNames(); !slices.Equal(sni, []string{"shop.example.com"}) {
 		t.Errorf("server names %v", sni)
@@ -358,6 +361,11 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 	gr = build()
 	if len(gr.Listeners) != 1 || gr.Listeners[0].Name != "0.0.0.0_80" || len(gr.Secrets) != 0 ||
 		len(failures(gr.Errors)) != 1 || !strings.Contains(failures(gr.Errors)[0].Error(), "Secret "+ns+"/shop-tls does not exist (or holds no tls.crt and tls.key)") {
-		t.Errorf("after the key went: listeners %v secrets %v errors %v", gr.Listeners, gr.Secrets, gr.Errors)
+		t.Errorf("after the key went: listeners %v, %d secrets, errors %v", gr.Listeners, len(gr.Secrets), gr.Errors)
 	}
 }
+
+// grantAll is a SecretAuthorizer that allows every Secret.
+type grantAll struct{}
+
+func (grantAll) CanGetSecret(model.Identity, model.SecretRef) (bool, string) { return true, "" }

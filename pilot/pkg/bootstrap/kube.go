@@ -17,6 +17,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/crdclient"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	kuberegistry "github.com/wayfinder-dev/wayfinder/pilot/pkg/serviceregistry/kube"
 	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
@@ -75,6 +76,8 @@ type kubeMode struct {
 	// translates Ingresses; status (nil without pod identity) writes their
 	// status when this replica leads.
 	secrets *ingress.Secrets
+	// authz answers whether a gateway may have another namespace's Secret.
+	authz   *credentials.Authorizer
 	ingress *ingress.Controller
 	status  *status.Writer
 	// pushSecret asks for a push when a certificate changes; set by
@@ -131,6 +134,9 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	}
 	sources := []model.ConfigStoreController{crds}
 	if err := m.addIngress(opts); err != nil {
+		return fail(err)
+	}
+	if err := m.addSecretAuthorizer(opts); err != nil {
 		return fail(err)
 	}
 	if m.ingress != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc"
 	"k8s.io/client-go/rest"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
@@ -63,6 +64,9 @@ type Options struct {
 	// ShutdownGrace bounds how long shutdown waits for streams to close.
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	// GRPCServerOptions are added to the plaintext ADS gRPC server's own,
+	// for embedding; the secure port keeps its authenticating interceptor.
+	GRPCServerOptions []grpc.ServerOption
 }
 
 // validate rejects option combinations that cannot work.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +77,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.Store, xopts.Errors = agg, agg
 		xopts.Registries = []model.ServiceDiscovery{kube.registry}
 		xopts.Secrets = kube.secrets
+		xopts.SecretAuthorizer = kube.secretAuthorizer()
 	} else {
 		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval,
 			Settle: opts.ConfigSettle, EmptyGrace: opts.ConfigEmptyGrace, Logger: opts.Logger})
@@ -113,7 +115,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	if opts.GRPCAddr != "" {
-		s.grpc = grpc.NewServer(grpcOpts...)
+		s.grpc = grpc.NewServer(append(slices.Clone(grpcOpts), opts.GRPCServerOptions...)...)
 		ds.Register(s.grpc)
 	}
 	if sec.keyPair != nil {
@@ -227,6 +229,7 @@ func (s *Server) Run(ctx context.Context) error {
 		run(func() { s.kube.clients.Queue.Run(ctx) })
 		run(func() { s.kube.registry.Run(ctx) })
 		run(func() { s.kube.secrets.Run(ctx) })
+		run(func() { s.kube.authz.Run(ctx) })
 		if s.kube.status != nil {
 			run(func() {
 				if err := s.kube.status.Run(ctx); err != nil {

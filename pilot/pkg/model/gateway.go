@@ -40,13 +40,6 @@ type SecretRef struct {
 // String renders "namespace/name".
 func (r SecretRef) String() string { return r.Namespace + "/" + r.Name }
 
-// SDSName is the name of the SDS secret resource carrying r's certificate:
-// "kubernetes://NAMESPACE/NAME". Istio's short form ("kubernetes://NAME")
-// leaves the namespace to the proxy; here one snapshot may serve Gateways
-// of several namespaces, each with its own "tls" Secret, so the namespace
-// is always part of the name.
-func (r SecretRef) SDSName() string { return "kubernetes://" + r.Namespace + "/" + r.Name }
-
 // HTTPSServer is a server that terminates TLS and serves HTTP inside it.
 type HTTPSServer struct {
 	GatewayServer
@@ -56,10 +49,11 @@ type HTTPSServer struct {
 	// ServerNames are the SNI names the server's filter chain matches,
 	// sorted; empty matches any name (the server has host "*").
 	ServerNames []string
-	// Credential is the Secret named by tls.credentialName, looked up in
-	// the Gateway's namespace. It is zero when the server names
-	// certificate files (tls.serverCertificate and tls.privateKey).
-	Credential SecretRef
+	// Credential is tls.credentialName, resolved for each proxy in its
+	// own namespace unless it names one (see Credential). It is zero when
+	// the server names certificate files (tls.serverCertificate and
+	// tls.privateKey).
+	Credential Credential
 }
 
 // MergedGateway is every server of the Gateways selecting one proxy,

@@ -40,10 +40,10 @@ spec:
 	}
 	a, b := mg.HTTPSServers[443][0], mg.HTTPSServers[443][1]
 	if a.RouteName != "https.443.https.a.ns" || !slices.Equal(a.ServerNames, []string{"*.b.com", "a.com"}) ||
-		a.Credential != (SecretRef{Namespace: "ns", Name: "a"}) || a.Credential.SDSName() != "kubernetes://ns/a" {
+		a.Credential != (Credential{ResourceName: "kubernetes://a", Name: "a"}) {
 		t.Errorf("credential server %+v", a)
 	}
-	if b.RouteName != "https.443.https-files.b.ns" || len(b.ServerNames) != 0 || b.Credential != (SecretRef{}) {
+	if b.RouteName != "https.443.https-files.b.ns" || len(b.ServerNames) != 0 || !b.Credential.IsZero() {
 		t.Errorf("file server (host * matches any SNI) %+v", b)
 	}
 	if len(mg.Errors) != 0 {
@@ -83,6 +83,8 @@ func TestMergeGatewaysRejects(t *testing.T) {
 			"spec.servers[1].hosts", "host a.com on port 443 is already served by Gateway ns/gw spec.servers[0]", 1},
 		{"no certificate", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, serverCertificate: /c.pem}}]`,
 			"spec.servers[0].tls", "needs credentialName, or serverCertificate and privateKey", 0},
+		{"Gateway API credential", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: "kubernetes-gateway://ns/c"}}]`,
+			"spec.servers[0].tls.credentialName", "belong to the Gateway API", 0},
 		{"credentialNames", `[{port: {number: 443, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialNames: [a, b]}}]`,
 			"spec.servers[0].tls", "credentialNames and tlsCertificates are not served yet", 0},
 		{"HTTPS on an HTTP port", `[{port: {number: 80, name: h, protocol: HTTP}, hosts: ["*"]}, {port: {number: 80, name: s, protocol: HTTPS}, hosts: ["*"], tls: {mode: SIMPLE, credentialName: c}}]`,
@@ -143,7 +145,7 @@ spec:
 	}
 	ts := mg.TLSServers[443]
 	if !slices.Equal(mg.TLSPorts, []uint32{443}) || len(ts) != 2 || !ts[0].Passthrough || ts[1].Passthrough ||
-		ts[1].Credential != (SecretRef{Namespace: "ns", Name: "d"}) || !ts[1].Mutual() || ts[1].Credential.CASDSName() != "kubernetes://ns/d-cacert" {
+		ts[1].Credential.Resolve("proxy-ns") != (SecretRef{Namespace: "proxy-ns", Name: "d"}) || !ts[1].Mutual() || ts[1].Credential.CAResourceName() != "kubernetes://d-cacert" {
 		t.Errorf("TLS servers %+v", ts)
 	}
 }
@@ -164,14 +166,29 @@ func TestCAForCredential(t *testing.T) {
 		{"split", "CA2", "", "ns/split-cacert", true},
 		{"none", "", "", "", false},
 	}
+	allow := func(SecretRef) string { return "" }
 	for _, tc := range cases {
-		ca, crl, from, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: tc.name})
-		if ok != tc.ok || string(ca) != tc.ca || string(crl) != tc.crl || (ok && from.String() != tc.from) {
-			t.Errorf("%s: got %q %q %v %v", tc.name, ca, crl, from, ok)
+		ca, crl, from, refused, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: tc.name}, allow)
+		if ok != tc.ok || refused != "" || string(ca) != tc.ca || string(crl) != tc.crl || (ok && from.String() != tc.from) {
+			t.Errorf("%s: got %q %q %v %q %v", tc.name, ca, crl, from, refused, ok)
 		}
 	}
-	if _, _, _, ok := CAForCredential(SecretStoreFunc(func(string, string) ([]byte, []byte, bool) { return nil, nil, true }), SecretRef{Name: "own"}); ok {
+	if _, _, _, _, ok := CAForCredential(SecretStoreFunc(func(string, string) ([]byte, []byte, bool) { return nil, nil, true }), SecretRef{Name: "own"}, allow); ok {
 		t.Error("a store without SecretData serves no CA")
+	}
+	// The Secret the CA is read from is checked with the scope's rule:
+	// refusing NAME-cacert refuses the CA even though NAME is allowed.
+	var asked []string
+	onlyCredential := func(r SecretRef) string {
+		asked = append(asked, r.String())
+		if r.Name == "split-cacert" {
+			return "not this one"
+		}
+		return ""
+	}
+	ca, _, from, refused, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: "split"}, onlyCredential)
+	if ok || ca != nil || refused != "not this one" || from.String() != "ns/split-cacert" || !slices.Equal(asked, []string{"ns/split-cacert"}) {
+		t.Errorf("refused CA Secret: ca %q from %v refused %q ok %v, asked %v", ca, from, refused, ok, asked)
 	}
 }
 

@@ -19,9 +19,9 @@ type TLSServer struct {
 	// ServerNames are the SNI names the server's hosts stand for, sorted;
 	// empty is any name. A terminating server's filter chain matches them.
 	ServerNames []string
-	// Credential is the Secret named by tls.credentialName, as for
-	// HTTPSServer; zero for certificate files and for passthrough.
-	Credential SecretRef
+	// Credential is tls.credentialName, as for HTTPSServer; zero for
+	// certificate files and for passthrough.
+	Credential Credential
 }
 
 // Mutual reports whether the server asks clients for a certificate
@@ -31,15 +31,12 @@ func (s GatewayServer) Mutual() bool {
 	return m == networking.ServerTLSSettings_MUTUAL || m == networking.ServerTLSSettings_OPTIONAL_MUTUAL
 }
 
-// CASuffix is appended to a credential's SDS name to name the CA bundle
-// that verifies client certificates, as Istio names it ("-cacert"). It is
+// CASuffix is appended to a credential's SDS resource name to name the
+// CA bundle that verifies client certificates (or, for a DestinationRule,
+// the upstream), as Istio names it ("kubernetes://NAME-cacert"). It is
 // also the suffix of the Secret Istio reads the CA from when the
 // credential's own Secret has no ca.crt.
 const CASuffix = "-cacert"
-
-// CASDSName is the name of the SDS validation context (CA bundle and CRL)
-// that goes with r: its SDSName followed by "-cacert".
-func (r SecretRef) CASDSName() string { return r.SDSName() + CASuffix }
 
 // serverKind is what a port carries; a port carries one kind.
 type serverKind string
@@ -129,9 +126,9 @@ func (mg *MergedGateway) tlsServer(gs GatewayServer) (TLSServer, bool) {
 }
 
 // termination checks where a terminating server's certificate comes from:
-// a Secret (credentialName, in the Gateway's namespace) or files. A server
-// that verifies clients with files needs caCertificates.
-func (mg *MergedGateway) termination(gs GatewayServer) (SecretRef, bool) {
+// a Secret (credentialName, resolved for each proxy: see Credential) or
+// files. A server that verifies clients with files needs caCertificates.
+func (mg *MergedGateway) termination(gs GatewayServer) (Credential, bool) {
 	tls := gs.Server.GetTls()
 	switch {
 	case len(tls.GetCredentialNames()) > 0 || len(tls.GetTlsCertificates()) > 0:
@@ -141,15 +138,20 @@ func (mg *MergedGateway) termination(gs GatewayServer) (SecretRef, bool) {
 		// accept or refuse the wrong clients: the server is not served.
 		mg.errorf(gs, "tls.caCertCredentialName", "caCertCredentialName is not served yet; put the CA in the credentialName Secret (ca.crt) or in Secret NAME-cacert; server skipped")
 	case tls.GetCredentialName() != "":
-		return SecretRef{Namespace: gs.Gateway.Namespace, Name: tls.GetCredentialName()}, true
+		c, err := ParseCredentialName(tls.GetCredentialName())
+		if err != nil {
+			mg.errorf(gs, "tls.credentialName", "%v; server skipped", err)
+			return Credential{}, false
+		}
+		return c, true
 	case tls.GetServerCertificate() == "" || tls.GetPrivateKey() == "":
 		mg.errorf(gs, "tls", "%s TLS needs credentialName, or serverCertificate and privateKey; server skipped", tls.GetMode())
 	case gs.Mutual() && tls.GetCaCertificates() == "":
 		mg.errorf(gs, "tls.caCertificates", "%s TLS with certificate files needs caCertificates to verify clients; server skipped", tls.GetMode())
 	default:
-		return SecretRef{}, true
+		return Credential{}, true
 	}
-	return SecretRef{}, false
+	return Credential{}, false
 }
 
 // serverNames are the SNI names of the server's hosts (namespace parts

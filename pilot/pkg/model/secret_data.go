@@ -28,19 +28,24 @@ func CABundle(data map[string][]byte) (ca, crl []byte, ok bool) {
 
 // CAForCredential finds the CA that goes with credential ref, where Istio
 // looks: the ca.crt (or cacert) key of the credential's own Secret, else
-// the Secret named after it with "-cacert". from names the Secret it came
-// from, for messages.
-func CAForCredential(store SecretStore, ref SecretRef) (ca, crl []byte, from SecretRef, ok bool) {
+// the Secret named after it with "-cacert", in the same namespace. from
+// names the Secret it came from, for messages. The Secret the CA would be
+// read from is first checked with refusal (SecretScope.Refusal); when it
+// is refused, refused says why and nothing is returned.
+func CAForCredential(store SecretStore, ref SecretRef, refusal func(SecretRef) string) (ca, crl []byte, from SecretRef, refused string, ok bool) {
 	ds, isData := store.(SecretDataStore)
 	if !isData {
-		return nil, nil, SecretRef{}, false
+		return nil, nil, SecretRef{}, "", false
 	}
 	for _, r := range []SecretRef{ref, {Namespace: ref.Namespace, Name: ref.Name + CASuffix}} {
 		if data, found := ds.SecretData(r.Namespace, r.Name); found {
 			if ca, crl, ok := CABundle(data); ok {
-				return ca, crl, r, true
+				if why := refusal(r); why != "" {
+					return nil, nil, r, why, false
+				}
+				return ca, crl, r, "", true
 			}
 		}
 	}
-	return nil, nil, SecretRef{}, false
+	return nil, nil, SecretRef{}, "", false
 }

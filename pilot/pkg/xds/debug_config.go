@@ -23,6 +23,9 @@ type Configz struct {
 	Configs []ConfigzObject `json:"configs"`
 	// Errors are the config problems standing now.
 	Errors []ConfigzError `json:"errors"`
+	// SecretRefusals are the secrets connected proxies are not sent
+	// (another namespace's, or over the plaintext port), by gateway group.
+	SecretRefusals []SecretRefusalz `json:"secretRefusals"`
 }
 
 // ConfigzObject is one config object.
@@ -72,6 +75,7 @@ func (s *DiscoveryServer) handleConfigz(w http.ResponseWriter, _ *http.Request) 
 	for _, e := range tr {
 		out.Errors = append(out.Errors, configzError("translation", e))
 	}
+	out.SecretRefusals = s.secretRefusals()
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -152,7 +156,7 @@ func (s *DiscoveryServer) handleConfigDump(w http.ResponseWriter, r *http.Reques
 // configDump renders a view as Envoy's ConfigDump: clusters, endpoints,
 // listeners and routes, each sorted by name, all dynamic (from xDS), from
 // the resources' shared encodings. Secrets, when the view has any, are
-// listed by name and version only: private keys stay out of debug output.
+// shown as Envoy's admin shows them: private keys "[redacted]".
 func configDump(v *view) (*admin.ConfigDump, error) {
 	cds := &admin.ClustersConfigDump{VersionInfo: v.sets[cdsIdx].version}
 	for _, r := range v.sets[cdsIdx].items {
@@ -174,9 +178,9 @@ func configDump(v *view) (*admin.ConfigDump, error) {
 	}
 	sections := []proto.Message{cds, eds, lds, rds}
 	if secrets := v.sets[sdsIdx]; len(secrets.items) > 0 {
-		sds := &admin.SecretsConfigDump{}
-		for _, r := range secrets.items {
-			sds.DynamicActiveSecrets = append(sds.DynamicActiveSecrets, &admin.SecretsConfigDump_DynamicSecret{Name: r.name, VersionInfo: r.hash})
+		sds, err := secretsDump(secrets)
+		if err != nil {
+			return nil, err
 		}
 		sections = append(sections, sds)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -26,6 +27,10 @@ type SyncProxy struct {
 	// Delta is set when the stream is delta (incremental) xDS.
 	Delta bool       `json:"delta,omitempty"`
 	Types []SyncType `json:"types"`
+	// SecretsRefused are the SDS secrets the proxy's gateways reference
+	// that it is not sent, and why; the filter chains needing them are
+	// left out of its listeners.
+	SecretsRefused []model.SecretRefusal `json:"secretsRefused,omitempty"`
 }
 
 // SyncType is one xDS type on one stream. Status is SYNCED (the proxy ACKed
@@ -78,6 +83,7 @@ func (s *DiscoveryServer) syncz(v *security.Viewer) Syncz {
 		sp := SyncProxy{ID: id, Types: []SyncType{}}
 		if p.group != nil {
 			sp.GatewayGroup = p.group.key
+			sp.SecretsRefused = p.group.refused
 		}
 		var st *streamState
 		for _, sid := range slices.SortedFunc(maps.Keys(p.streams), compareStreamKey) {

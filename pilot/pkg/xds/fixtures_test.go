@@ -208,7 +208,7 @@ func apiListener(name string) *listener.Listener {
 	return &listener.Listener{Name: name, ApiListener: &listener.ApiListener{ApiListener: a}}
 }
 
-func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
+func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.Config, _ model.SecretScope) GatewayResources {
 	g.gateways.Add(1)
 	if g.panicGateway.Load() {
 		panic("gateway: test panic")

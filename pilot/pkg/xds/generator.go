@@ -26,10 +26,11 @@ type Generator interface {
 	// changes only endpoints. Assignments of clusters BuildServices would
 	// not return are dropped by the server.
 	BuildEndpoints(push *model.PushContext) EndpointResources
-	// BuildGateway returns the listeners, routes and secrets for a proxy
-	// selected by exactly these Gateways (sorted by namespace and name;
-	// possibly none).
-	BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources
+	// BuildGateway returns the listeners, routes and secrets for the
+	// proxies of scope selected by exactly these Gateways (sorted by
+	// namespace and name; possibly none). Secrets must follow
+	// scope.Refusal: none at all for a nil scope.Identity.
+	BuildGateway(push *model.PushContext, gateways []config.Config, scope model.SecretScope) GatewayResources
 	// BuildProxyless returns what every proxyless gRPC client is served:
 	// API listeners named "HOST:PORT", their route configurations,
 	// clusters and load assignments.
@@ -60,9 +61,12 @@ type GatewayResources struct {
 	Secrets   []*tlsv3.Secret
 	// UpstreamSecrets are the certificates the clusters fetch over SDS
 	// (DestinationRule credentialNames) for this group's proxies; those
-	// no cluster names are dropped.
+	// no cluster names are dropped. They follow scope.Refusal too.
 	UpstreamSecrets []*tlsv3.Secret
-	Errors          []*config.Error
+	// SecretRefusals are the secrets the scope's proxies are not sent,
+	// for /debug/configz and /debug/syncz.
+	SecretRefusals []model.SecretRefusal
+	Errors         []*config.Error
 }
 
 // ProxylessResources is the output of Generator.BuildProxyless.

@@ -33,9 +33,10 @@ func (CoreGenerator) BuildEndpoints(push *model.PushContext) EndpointResources {
 }
 
 // BuildGateway calls core.BuildGatewayWithSecrets.
-func (g CoreGenerator) BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
-	r := core.BuildGatewayWithSecrets(push, gateways, g.Secrets)
-	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Secrets: r.Secrets, UpstreamSecrets: r.UpstreamSecrets, Errors: r.Errors}
+func (g CoreGenerator) BuildGateway(push *model.PushContext, gateways []config.Config, scope model.SecretScope) GatewayResources {
+	r := core.BuildGatewayWithSecrets(push, gateways, g.Secrets, scope)
+	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Secrets: r.Secrets, UpstreamSecrets: r.UpstreamSecrets,
+		SecretRefusals: r.SecretRefusals, Errors: r.Errors}
 }
 
 // BuildProxyless calls grpcgen.Build.

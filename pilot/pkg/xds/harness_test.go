@@ -79,7 +79,7 @@ func newHarness(t *testing.T, store *testStore) *harness {
 	h.addr = lis.Addr().String()
 	// WaitForHandlers: Stop returns only after every stream handler (and so
 	// OnStreamClosed and its logging) has finished.
-	h.grpc = grpc.NewServer(grpc.WaitForHandlers(true))
+	h.grpc = grpc.NewServer(grpc.WaitForHandlers(true), grpc.StreamInterceptor(testIdentityInterceptor))
 	h.s.Register(h.grpc)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel

@@ -18,21 +18,26 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 )
 
+// testIdentityHeader carries "NAMESPACE/SERVICEACCOUNT" from a test client
+// to testIdentityInterceptor, which stands in for the secure port's
+// authenticating interceptor: a stream without it is unauthenticated.
+const testIdentityHeader = "x-test-identity"
+
+func testIdentityInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	if v := md.Get(testIdentityHeader); len(v) == 1 {
+		ns, sa, _ := strings.Cut(v[0], "/")
+		id := &model.Identity{Namespace: ns, ServiceAccount: sa, Method: model.MethodToken}
+		return handler(srv, &identityStream{ss, model.WithIdentity(ss.Context(), id)})
+	}
+	return handler(srv, ss)
+}
+
 // identityServer serves h's discovery server on a second gRPC server
-// whose interceptor takes the stream's identity from "x-test-identity:
-// NS/SA" metadata, standing in for the secure port's authenticator.
+// with testIdentityInterceptor.
 func identityServer(t *testing.T, h *harness) string {
 	t.Helper()
-	g := grpc.NewServer(grpc.WaitForHandlers(true), grpc.StreamInterceptor(
-		func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-			md, _ := metadata.FromIncomingContext(ss.Context())
-			if v := md.Get("x-test-identity"); len(v) == 1 {
-				ns, sa, _ := strings.Cut(v[0], "/")
-				id := &model.Identity{Namespace: ns, ServiceAccount: sa, Method: model.MethodToken}
-				return handler(srv, &identityStream{ss, model.WithIdentity(ss.Context(), id)})
-			}
-			return handler(srv, ss)
-		}))
+	g := grpc.NewServer(grpc.WaitForHandlers(true), grpc.StreamInterceptor(testIdentityInterceptor))
 	h.s.Register(g)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,10 +56,13 @@ type identityStream struct {
 
 func (s *identityStream) Context() context.Context { return s.ctx }
 
+// withIdentity makes a test client's streams authenticate as ns/sa.
+func withIdentity(ns, sa string) grpc.DialOption { return asIdentity(ns + "/" + sa) }
+
 func asIdentity(v string) grpc.DialOption {
 	return grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 		streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		return streamer(metadata.AppendToOutgoingContext(ctx, "x-test-identity", v), desc, cc, method, opts...)
+		return streamer(metadata.AppendToOutgoingContext(ctx, testIdentityHeader, v), desc, cc, method, opts...)
 	})
 }
 

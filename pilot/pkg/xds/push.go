@@ -30,6 +30,9 @@ type pushState struct {
 	// endpointsOnly marks a push that rebuilt load assignments alone.
 	endpointsOnly bool
 	groups        map[string]*group
+	// upstream are the credentials the push's DestinationRules name,
+	// computed once per push for the group keys.
+	upstream []model.Credential
 }
 
 // proxylessKey is the group of every proxyless gRPC client. Gateway group
@@ -49,6 +52,24 @@ type group struct {
 	// a consistent view; its proxies keep what they have.
 	view   *view
 	errors []*config.Error
+	// scope is whom the group's secrets are for, and refused the secrets
+	// its proxies are not sent (their filter chains are left out).
+	scope   string
+	refused []model.SecretRefusal
+	// identity is the verified identity the group was translated for.
+	identity *model.Identity
+}
+
+// secretsFor reports whether a proxy of identity id (nil: plaintext) may
+// share g's view as far as its secrets go: g holds none, or it was built
+// for an authenticated proxy of id's namespace. The group key already
+// separates what the config says; this holds whatever a generator
+// returns.
+func (g *group) secretsFor(id *model.Identity) bool {
+	if g.secrets == nil || len(g.secrets.items) == 0 {
+		return true
+	}
+	return id != nil && g.identity != nil && g.identity.Namespace == id.Namespace
 }
 
 // push computes config for every connected proxy and publishes the views.
@@ -73,7 +94,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		prev := s.state
 		s.intern.rotate(ldsIdx, rdsIdx, sdsIdx)
 		st = &pushState{push: pc, groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
-			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors}
+			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors, upstream: model.UpstreamCredentials(pc)}
 	case full:
 		svc, err := s.buildServices(pc)
 		if err != nil {
@@ -83,7 +104,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 			return
 		}
 		s.intern.rotate(cdsIdx, edsIdx, ldsIdx, rdsIdx, sdsIdx)
-		st = &pushState{push: pc, groups: map[string]*group{}}
+		st = &pushState{push: pc, groups: map[string]*group{}, upstream: model.UpstreamCredentials(pc)}
 		st.clusters, st.endpoints, st.serviceErrors = serviceResources(s.intern, "", svc)
 	}
 
@@ -144,7 +165,7 @@ func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState) 
 	// endpoint problems found now replace those of earlier endpoints-only
 	// pushes (deduplicated when shown).
 	st := &pushState{push: pc, clusters: prev.clusters, endpoints: endpoints, endpointsOnly: true,
-		serviceErrors: prev.serviceErrors, endpointErrors: errs, groups: make(map[string]*group, len(prev.groups))}
+		serviceErrors: prev.serviceErrors, endpointErrors: errs, groups: make(map[string]*group, len(prev.groups)), upstream: prev.upstream}
 	for key, g := range prev.groups {
 		ng := *g
 		if g.key == proxylessKey {
@@ -185,11 +206,31 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 		g = s.proxylessGroup(st)
 	} else {
 		gws := st.push.GatewaysForProxy(p)
-		key := model.GatewayGroupKey(gws)
+		// The key says what the group's secrets depend on (namespace,
+		// ServiceAccount, authenticated or not), so proxies entitled to
+		// different Secrets never share a view, and those entitled to the
+		// same share one translation.
+		scope := model.SecretScope{Identity: p.Identity, Authorizer: s.authz}
+		key := model.ScopedGatewayGroupKey(gws, scope, st.upstream)
 		if g, ok := st.groups[key]; ok {
+			if !g.secretsFor(p.Identity) {
+				// The generator returned secrets the Gateways and
+				// DestinationRules did not account for in the key: this
+				// proxy gets its own translation rather than another
+				// namespace's (or the secure port's) key material.
+				key += "/" + scope.String()
+				if g, ok := st.groups[key]; ok {
+					return g, false
+				}
+				g = s.gatewayGroup(st, key, gws, scope)
+				s.mu.Lock()
+				st.groups[g.key] = g
+				s.mu.Unlock()
+				return g, true
+			}
 			return g, false
 		}
-		g = s.gatewayGroup(st, key, gws)
+		g = s.gatewayGroup(st, key, gws, scope)
 	}
 	s.mu.Lock()
 	st.groups[g.key] = g
@@ -198,13 +239,25 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 }
 
 // gatewayGroup translates one gateway configuration into its view.
-func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.Config) *group {
-	g := &group{key: key, gateways: make([]config.Key, len(gws))}
+func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.Config, scope model.SecretScope) *group {
+	g := &group{key: key, gateways: make([]config.Key, len(gws)), scope: scope.String(), identity: scope.Identity}
 	for i := range gws {
 		g.gateways[i] = gws[i].Key()
 	}
-	res, err := s.buildGateway(st.push, gws)
+	res, err := s.buildGateway(st.push, gws, scope)
+	if err == nil && scope.Identity == nil && len(res.Secrets) > 0 {
+		// Whatever the generator says, key material never goes to an
+		// unauthenticated proxy: without these, listeners naming them
+		// are dropped by the consistency check below.
+		s.log.Error("generator returned secrets for unauthenticated proxies; they are not sent", "group", key, "secrets", len(res.Secrets))
+		res.Secrets = nil
+	}
+	if err == nil && scope.Identity == nil && len(res.UpstreamSecrets) > 0 {
+		s.log.Error("generator returned upstream secrets for unauthenticated proxies; they are not sent", "group", key, "secrets", len(res.UpstreamSecrets))
+		res.UpstreamSecrets = nil
+	}
 	if err == nil {
+		g.refused = res.SecretRefusals
 		g.listeners, g.routes, g.secrets, g.errors = gatewayResources(s.intern, "gateway/"+key, res)
 		var uerrs []*config.Error
 		g.secrets, uerrs = withUpstreamSecrets(s.intern, "gateway/"+key, st.clusters, g.secrets, res.UpstreamSecrets)
@@ -277,10 +330,10 @@ func (s *DiscoveryServer) buildEndpoints(pc *model.PushContext) (res EndpointRes
 }
 
 // buildGateway runs the generator, turning a panic into an error.
-func (s *DiscoveryServer) buildGateway(pc *model.PushContext, gws []config.Config) (res GatewayResources, err error) {
+func (s *DiscoveryServer) buildGateway(pc *model.PushContext, gws []config.Config, scope model.SecretScope) (res GatewayResources, err error) {
 	s.metrics.translations.WithLabelValues("gateway").Inc()
 	defer s.recoverTranslation("gateway", &err)
-	return s.gen.BuildGateway(pc, gws), nil
+	return s.gen.BuildGateway(pc, gws, scope), nil
 }
 
 // buildProxyless runs the generator, turning a panic into an error.

@@ -1,13 +1,17 @@
 package xds
 
 import (
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
 
+	admin "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Secrets a gateway's listeners name are served over ADS by name; a secret
@@ -22,7 +26,7 @@ func TestGatewaySecretsAreServedByName(t *testing.T) {
 	}
 	h.gen.extraSecrets = []*tlsv3.Secret{tlsSecret(cert), tlsSecret("kubernetes://istio-system/unused")}
 	h.syncAndWait()
-	a := h.connect(nodeID("a"), ingressLabels)
+	a := h.connect(nodeID("a"), ingressLabels, withIdentity("istio-system", "gateway"))
 	got := a.syncAll()
 	if names := resourceNames(t, got[resource.ListenerType]); !slices.Equal(names, []string{"0.0.0.0_443", "0.0.0.0_80"}) {
 		t.Errorf("listeners %v, want the plain one and the one whose secret exists", names)
@@ -50,5 +54,89 @@ func TestGatewaySecretsAreServedByName(t *testing.T) {
 	}
 	if st := syncOf(t, h, nodeID("a"), "sds"); st.Status != "SYNCED" || st.AckedVersion != sds.GetVersionInfo() {
 		t.Errorf("syncz sds %+v", st)
+	}
+}
+
+// Whatever a generator returns, a proxy without a verified identity is
+// sent no secret: they are dropped, and with them the listener that names
+// one (reported), while the rest of its config is served.
+func TestUnauthenticatedProxyGetsNoSecrets(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	const cert = "kubernetes://cert"
+	h.gen.extraListeners = []*listener.Listener{tlsListener("0.0.0.0_443", 443, "http.80", cert)}
+	h.gen.extraSecrets = []*tlsv3.Secret{tlsSecret(cert)}
+	h.syncAndWait()
+	a := h.connect(nodeID("a"), ingressLabels)
+	got := a.syncAll()
+	if names := resourceNames(t, got[resource.ListenerType]); !slices.Equal(names, []string{"0.0.0.0_80"}) {
+		t.Errorf("listeners %v, want the plain one only", names)
+	}
+	a.subscribe(resource.SecretType, cert)
+	if sds := a.next(resource.SecretType); len(sds.GetResources()) != 0 {
+		t.Errorf("unauthenticated proxy was sent %d secrets", len(sds.GetResources()))
+	}
+	if v := h.snapshot(nodeID("a")); len(v.sets[sdsIdx].items) != 0 {
+		t.Errorf("unauthenticated proxy's view holds %d secrets", len(v.sets[sdsIdx].items))
+	}
+}
+
+// config_dump shows secrets as Envoy's admin does: the certificate as
+// sent, the private key "[redacted]".
+func TestConfigDumpRedactsSecrets(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	const cert = "kubernetes://cert"
+	h.gen.extraListeners = []*listener.Listener{tlsListener("0.0.0.0_443", 443, "http.80", cert)}
+	h.gen.extraSecrets = []*tlsv3.Secret{tlsSecret(cert)}
+	h.syncAndWait()
+	a := h.connect(nodeID("a"), ingressLabels, withIdentity("istio-system", "gateway"))
+	a.syncAll()
+	code, body := h.get("/debug/config_dump?proxyID=" + nodeID("a"))
+	if code != 200 {
+		t.Fatalf("config_dump = %d %s", code, body)
+	}
+	var dump admin.ConfigDump
+	if err := protojson.Unmarshal(body, &dump); err != nil {
+		t.Fatal(err)
+	}
+	var sds admin.SecretsConfigDump
+	if n := len(dump.GetConfigs()); n != 5 || dump.GetConfigs()[4].UnmarshalTo(&sds) != nil || len(sds.GetDynamicActiveSecrets()) != 1 {
+		t.Fatalf("config_dump has %d sections, want the secrets last with one secret", n)
+	}
+	ds := sds.GetDynamicActiveSecrets()[0]
+	var sec tlsv3.Secret
+	if err := ds.GetSecret().UnmarshalTo(&sec); err != nil {
+		t.Fatal(err)
+	}
+	c := sec.GetTlsCertificate()
+	if ds.GetName() != cert || sec.GetName() != cert || ds.GetVersionInfo() == "" ||
+		string(c.GetCertificateChain().GetInlineBytes()) != "cert of "+cert || c.GetPrivateKey().GetInlineString() != "[redacted]" {
+		t.Errorf("secret in config_dump: name %q version %q, chain %q, key %q", ds.GetName(), ds.GetVersionInfo(),
+			c.GetCertificateChain().GetInlineBytes(), c.GetPrivateKey().GetInlineString())
+	}
+	if strings.Contains(string(body), "key of") || strings.Contains(string(body), base64.StdEncoding.EncodeToString([]byte("key of "+cert))) {
+		t.Error("config_dump shows the private key")
+	}
+}
+
+func TestRedactSecretKinds(t *testing.T) {
+	file := &core.DataSource{Specifier: &core.DataSource_Filename{Filename: "/etc/key.pem"}}
+	inline := func() *core.DataSource {
+		return &core.DataSource{Specifier: &core.DataSource_InlineBytes{InlineBytes: []byte("secret")}}
+	}
+	cases := []*tlsv3.Secret{
+		{Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{PrivateKey: inline(), Password: inline()}}},
+		{Type: &tlsv3.Secret_GenericSecret{GenericSecret: &tlsv3.GenericSecret{Secret: inline()}}},
+		{Type: &tlsv3.Secret_SessionTicketKeys{SessionTicketKeys: &tlsv3.TlsSessionTicketKeys{Keys: []*core.DataSource{inline(), inline()}}}},
+	}
+	for i, sec := range cases {
+		redactSecret(sec)
+		if b, _ := protojson.Marshal(sec); strings.Contains(string(b), base64.StdEncoding.EncodeToString([]byte("secret"))) || !strings.Contains(string(b), "[redacted]") {
+			t.Errorf("case %d: %s", i, b)
+		}
+	}
+	withFile := &tlsv3.Secret{Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{PrivateKey: file}}}
+	redactSecret(withFile)
+	if withFile.GetTlsCertificate().GetPrivateKey().GetFilename() != "/etc/key.pem" {
+		t.Error("a key file name is no secret and stays, as in Envoy's dump")
 	}
 }

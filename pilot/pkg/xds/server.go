@@ -49,6 +49,11 @@ type Options struct {
 	// (credentialName), for the default generator; ignored when Generator
 	// is set.
 	Secrets model.SecretStore
+	// SecretAuthorizer decides whether a proxy's ServiceAccount may have a
+	// Secret of another namespace; nil refuses every such Secret. Secrets
+	// of a proxy's own namespace need no authorizer, and a proxy without a
+	// verified identity gets none.
+	SecretAuthorizer model.SecretAuthorizer
 	// MaxConcurrentSends bounds how many responses are written to ADS
 	// streams at once, across all streams (each write holds a marshaled
 	// response in gRPC's buffers until the peer takes it). Zero means 100;
@@ -74,6 +79,7 @@ type DiscoveryServer struct {
 	errors     model.ConfigErrorReporter
 	replica    string
 	gen        Generator
+	authz      model.SecretAuthorizer
 	log        *slog.Logger
 	clock      clock.WithTicker
 	metrics    *metrics
@@ -148,6 +154,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		errors:        opts.Errors,
 		replica:       opts.Replica,
 		gen:           opts.Generator,
+		authz:         opts.SecretAuthorizer,
 		log:           opts.Logger,
 		clock:         opts.Clock,
 		firstPushDone: make(chan struct{}),

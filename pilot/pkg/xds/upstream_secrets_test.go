@@ -36,7 +36,8 @@ func mutualCluster(t *testing.T, name, cert, ca string) *cluster.Cluster {
 // The certificates clusters fetch for DestinationRule credentials are
 // served to a gateway over SDS by name; one no cluster names is not sent;
 // a cluster whose CA the gateway's namespace lacks is still sent (Envoy
-// waits for it, as with istiod) without making the view inconsistent.
+// waits for it, as with istiod) without making the view inconsistent. As
+// the listeners' secrets, they only go to authenticated proxies.
 func TestUpstreamSecretsAreServedByName(t *testing.T) {
 	h := newHarness(t, newTestStore(base()...))
 	h.gen.extraClusters = []*cluster.Cluster{
@@ -45,7 +46,7 @@ func TestUpstreamSecretsAreServedByName(t *testing.T) {
 	}
 	h.gen.upstreamSecrets = []*tlsv3.Secret{tlsSecret("kubernetes://partner"), tlsSecret("kubernetes://partner-cacert"), tlsSecret("kubernetes://unused")}
 	h.syncAndWait()
-	a := h.connect(nodeID("a"), ingressLabels)
+	a := h.connect(nodeID("a"), ingressLabels, withIdentity("istio-system", "gateway"))
 	got := a.syncAll()
 	if names := resourceNames(t, got[resource.ClusterType]); !slices.Contains(names, "outbound|443||lost.example.com") {
 		t.Errorf("clusters %v: the one waiting for its CA is still sent", names)
@@ -59,5 +60,16 @@ func TestUpstreamSecretsAreServedByName(t *testing.T) {
 	a.barrier()
 	if err := h.snapshot(nodeID("a")).consistent(); err != nil {
 		t.Error(err)
+	}
+
+	// Whatever the generator says, a plaintext proxy gets none.
+	b := h.connect(nodeID("b"), ingressLabels)
+	b.syncAll()
+	b.subscribe(resource.SecretType, "kubernetes://partner", "kubernetes://partner-cacert")
+	if sds := b.next(resource.SecretType); len(sds.GetResources()) != 0 {
+		t.Errorf("unauthenticated proxy was sent %d upstream secrets", len(sds.GetResources()))
+	}
+	if v := h.snapshot(nodeID("b")); len(v.sets[sdsIdx].items) != 0 {
+		t.Errorf("unauthenticated proxy's view holds %d secrets", len(v.sets[sdsIdx].items))
 	}
 }

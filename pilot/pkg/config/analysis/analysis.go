@@ -45,7 +45,10 @@ func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) 
 	all = append(all, gen.BuildServices(push).Errors...)
 	all = append(all, gen.BuildEndpoints(push).Errors...)
 	for _, group := range gatewayGroups(push) {
-		all = append(all, gen.BuildGateway(push, group).Errors...)
+		// As a gateway proxy of the Gateway's namespace would be served:
+		// its credentialNames resolve there (analysis reads no Secrets).
+		scope := model.SecretScope{Identity: &model.Identity{Namespace: group.namespace, ServiceAccount: "analysis"}}
+		all = append(all, gen.BuildGateway(push, group.gateways, scope).Errors...)
 	}
 	if opts.Proxyless {
 		all = append(all, gen.BuildProxyless(push).Errors...)
@@ -81,18 +84,27 @@ func compareErrors(a, b *config.Error) int {
 		strings.Compare(a.Key.String(), b.Key.String()), strings.Compare(a.Field, b.Field))
 }
 
+// gatewayGroup is a set of Gateways that select one proxy, and the
+// namespace of that proxy.
+type gatewayGroup struct {
+	gateways  []config.Config
+	namespace string
+}
+
 // gatewayGroups returns the distinct sets of Gateways that select one
-// proxy. A proxy carrying exactly a Gateway's selector labels is selected
-// by that Gateway and by every Gateway whose selector is a subset of them:
-// each such set is translated once, as the server does per group.
-func gatewayGroups(push *model.PushContext) [][]config.Config {
-	groups := map[string][]config.Config{}
+// proxy. A proxy carrying exactly a Gateway's selector labels, in the
+// Gateway's namespace, is selected by that Gateway and by every Gateway
+// whose selector is a subset of them: each such set is translated once,
+// as the server does per group.
+func gatewayGroups(push *model.PushContext) []gatewayGroup {
+	groups := map[string]gatewayGroup{}
 	for _, gw := range push.Gateways() {
 		labels := gw.Spec.(*networking.Gateway).GetSelector()
 		set := push.GatewaysForProxy(&model.Proxy{Type: model.Router, Namespace: gw.Namespace, Labels: labels})
-		groups[model.GatewayGroupKey(set)] = set
+		key := model.GatewayGroupKey(set) + "/" + gw.Namespace
+		groups[key] = gatewayGroup{gateways: set, namespace: gw.Namespace}
 	}
-	out := make([][]config.Config, 0, len(groups))
+	out := make([]gatewayGroup, 0, len(groups))
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		out = append(out, groups[k])
 	}

@@ -4,16 +4,22 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster/policy"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
 // CredentialSecretName is the SDS secret name Istio gives the client
-// certificate of a DestinationRule's credentialName: "kubernetes://NAME".
-// The Secret is looked up in the namespace of the proxy that uses the
-// cluster, so the name carries no namespace.
+// certificate of a DestinationRule's credentialName, named as a Gateway's
+// (model.ParseCredentialName): "kubernetes://NAME", resolved in the
+// namespace of the proxy that uses the cluster, or
+// "kubernetes://NAMESPACE/NAME". A name that does not parse keeps the
+// plain prefixed form; the secret builder reports it.
 func CredentialSecretName(credentialName string) string {
-	return "kubernetes://" + credentialName
+	if c, err := model.ParseCredentialName(credentialName); err == nil {
+		return c.ResourceName
+	}
+	return model.KubernetesSecretPrefix + credentialName
 }
 
 // applyClientCertificate adds the certificate a MUTUAL cluster presents,

@@ -11,14 +11,16 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster/policy"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
 // CredentialCASecretName is the SDS secret name Istio gives the CA bundle
-// of a DestinationRule's credentialName.
+// of a DestinationRule's credentialName: the credential's resource name
+// followed by "-cacert" (model.Credential.CAResourceName).
 func CredentialCASecretName(credentialName string) string {
-	return "kubernetes://" + credentialName + "-cacert"
+	return CredentialSecretName(credentialName) + model.CASuffix
 }
 
 // SystemCABundle is the proxy's system root certificate bundle, which

@@ -34,14 +34,20 @@ import (
 type GatewayResources struct {
 	Listeners []*listenerv3.Listener
 	Routes    []*routev3.RouteConfiguration
-	// Secrets are the certificates the HTTPS listeners fetch over SDS
-	// (named "kubernetes://NAMESPACE/NAME"): exactly those referenced.
+	// Secrets are the certificates (and the CAs of MUTUAL servers) the
+	// HTTPS and TLS listeners fetch over SDS (named as credentialName
+	// says: "kubernetes://NAME" or "kubernetes://NAMESPACE/NAME", and
+	// "...-cacert"): exactly those referenced.
 	Secrets []*tlsv3.Secret
 	// UpstreamSecrets are the client certificates and CAs the clusters
 	// fetch for DestinationRule credentialNames ("kubernetes://NAME"),
-	// read from the Gateways' namespace (see BuildUpstreamSecrets).
+	// resolved for the scope's proxies (see BuildUpstreamSecrets).
 	UpstreamSecrets []*tlsv3.Secret
-	Errors          []*config.Error
+	// SecretRefusals are the secrets the scope's proxies may not have:
+	// the filter chains needing them are left out, the clusters needing
+	// them wait for them.
+	SecretRefusals []model.SecretRefusal
+	Errors         []*config.Error
 }
 
 // BuildGateway translates the Gateways selecting a proxy (as returned by
@@ -58,28 +64,28 @@ type GatewayResources struct {
 // from a Secret (credentialName) are reported and left out. Use
 // BuildGatewayWithSecrets to serve them.
 func BuildGateway(push *model.PushContext, gateways []config.Config) GatewayResources {
-	return BuildGatewayWithSecrets(push, gateways, nil)
+	return BuildGatewayWithSecrets(push, gateways, nil, model.SecretScope{})
 }
 
 // BuildGatewayWithSecrets is BuildGateway with the certificates of HTTPS
-// servers read from secrets. Errors are those of merging the servers, then
-// of the secrets, the listeners and the routes. A server whose Secret is
-// missing or unusable is left out entirely (chain and routes), so the
-// listener never references a secret Envoy will not get.
-func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, secrets model.SecretStore) GatewayResources {
+// servers read from secrets, for the proxies of scope: credentialNames
+// resolve in its namespace, and only Secrets scope.Refusal allows are
+// sent. Errors are those of merging the servers, then of the secrets, the
+// listeners and the routes. A server whose Secret is refused, missing or
+// unusable is left out entirely (chain and routes), so the listener never
+// references a secret Envoy will not get.
+func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, secrets model.SecretStore, scope model.SecretScope) GatewayResources {
 	mg := model.MergeGateways(gateways)
 	var out GatewayResources
 	out.Errors = append(out.Errors, mg.Errors...)
 
 	var errs []*config.Error
-	out.Secrets, mg, errs = listener.BuildSecrets(mg, secrets)
-	out.Errors = append(out.Errors, errs...)
-	var tlsSecrets []*tlsv3.Secret
-	tlsSecrets, mg, errs = listener.BuildTLSSecrets(mg, secrets)
-	out.Secrets = listener.ReferencedSecrets(mg, mergeSecrets(out.Secrets, tlsSecrets))
+	out.Secrets, mg, out.SecretRefusals, errs = listener.BuildSecrets(mg, secrets, scope)
 	out.Errors = append(out.Errors, errs...)
 
-	out.UpstreamSecrets, errs = upstreamSecretsFor(push, gateways, secrets)
+	var refused []model.SecretRefusal
+	out.UpstreamSecrets, refused, errs = upstreamSecretsFor(push, gateways, secrets, scope)
+	out.SecretRefusals = append(out.SecretRefusals, refused...)
 	out.Errors = append(out.Errors, errs...)
 
 	listeners, errs := listener.BuildGatewayListeners(push, mg)
@@ -104,13 +110,6 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 	}
 	slices.SortFunc(out.Routes, func(a, b *routev3.RouteConfiguration) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// mergeSecrets joins two name-sorted secret lists, keeping one of each name.
-func mergeSecrets(a, b []*tlsv3.Secret) []*tlsv3.Secret {
-	out := slices.Concat(a, b)
-	slices.SortStableFunc(out, func(x, y *tlsv3.Secret) int { return strings.Compare(x.Name, y.Name) })
-	return slices.CompactFunc(out, func(x, y *tlsv3.Secret) bool { return x.Name == y.Name })
 }
 
 // rdsNames are the route configurations a gateway listener fetches: one

@@ -75,7 +75,7 @@ func TestBuildGatewayPairsListenersAndRoutes(t *testing.T) {
 		t.Errorf("errors %v, want the HTTPS server's missing secret reported first", gr.Errors)
 	}
 	if len(gr.Secrets) != 0 {
-		t.Errorf("secrets %v", gr.Secrets)
+		t.Errorf("%d secrets, want none", len(gr.Secrets))
 	}
 }
 

@@ -72,6 +72,7 @@ func proxyLabels(t *testing.T, data []byte) map[string]string {
 // as Kubernetes mode reads them: Ingresses converted to Gateways and
 // VirtualServices, Services as a registry, Secrets as the secret store.
 func translate(t *testing.T, file string, data []byte) translation {
+	scope := secretScope(t, data)
 	data, kube := splitKube(t, data)
 	cfgs, errs := manifest.Parse(file, data, manifest.Options{})
 	generated, convErrs := kube.convert()
@@ -89,7 +90,7 @@ func translate(t *testing.T, file string, data []byte) translation {
 	errs = append(errs, push.Errors...)
 	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data)}
 	tr := translation{
-		gateway:  BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy), kube),
+		gateway:  BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy), kube, scope),
 		services: BuildServices(push),
 	}
 	tr.errors = append(append(errs, tr.gateway.Errors...), tr.services.Errors...)

@@ -12,7 +12,6 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/listener"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -22,22 +21,86 @@ import (
 // (MUTUAL) and the CA that verifies the upstream (unless
 // insecureSkipVerify).
 type upstreamCredential struct {
-	rule        *config.Config
-	field       string
-	cert, ca    bool
-	credentials string
+	rule     *config.Config
+	field    string
+	cert, ca bool
+	cred     model.Credential
 }
 
 // BuildUpstreamSecrets returns the SDS secrets the clusters of push fetch
-// for DestinationRule credentialNames, named as istiod names them and as
-// the clusters reference them: "kubernetes://NAME" (client certificate,
-// MUTUAL) and "kubernetes://NAME-cacert" (CA and CRL; SIMPLE and MUTUAL
-// unless insecureSkipVerify). As in istiod the Secret is read from the
-// namespace of the proxy using the cluster: the first of namespaces that
-// has a usable one. A Secret missing or unusable in all of them is
-// reported at the rule's field, and the clusters naming it wait for it.
-func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, namespaces ...string) ([]*tlsv3.Secret, []*config.Error) {
+// for DestinationRule credentialNames, for the proxies of scope, named as
+// istiod names them and as the clusters reference them:
+// "kubernetes://NAME" (client certificate, MUTUAL) and
+// "kubernetes://NAME-cacert" (CA and CRL; SIMPLE and MUTUAL unless
+// insecureSkipVerify), or with "NAMESPACE/" when the credentialName names
+// one. They follow the rule of the Gateways' secrets: resolved in the
+// scope's namespace, and each Secret read checked with scope.Refusal. A
+// Secret refused is returned as a refusal, one missing or unusable is
+// reported at the rule's field; either way the clusters naming it wait
+// for it and the rest of the group is served.
+func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, scope model.SecretScope) ([]*tlsv3.Secret, []model.SecretRefusal, []*config.Error) {
+	creds, errs := upstreamCredentials(push)
+	var out []*tlsv3.Secret
+	var refused []model.SecretRefusal
+	for _, name := range slices.Sorted(maps.Keys(creds)) {
+		c := creds[name]
+		ref := c.cred.Resolve(scope.Namespace())
+		secret := ref.String()
+		if ref.Namespace == "" {
+			secret = ref.Name + " of the proxy's namespace"
+		}
+		// add keeps sec, or reports why the scope's proxies do not get
+		// resource.
+		add := func(resource string, sec *tlsv3.Secret, problem, refusal string) {
+			switch {
+			case refusal != "":
+				refused = append(refused, model.SecretRefusal{Resource: resource, Secret: secret,
+					DestinationRule: c.rule.Namespace + "/" + c.rule.Name, Field: c.field, Reason: refusal})
+				errs = append(errs, &config.Error{Source: c.rule.Source, Key: c.rule.Key(), Field: c.field,
+					Message: fmt.Sprintf("Secret %s (%s) is not sent to %s: %s; clusters using it wait for it", secret, resource, scope, refusal)})
+			case problem != "":
+				errs = append(errs, &config.Error{Source: c.rule.Source, Key: c.rule.Key(), Field: c.field,
+					Message: fmt.Sprintf("for %s: %s; clusters using it wait for it", scope, problem)})
+			default:
+				out = append(out, sec)
+			}
+		}
+		if scope.Identity == nil {
+			// Nothing is read for unauthenticated proxies.
+			why := scope.Refusal(ref)
+			if c.cert {
+				add(c.cred.ResourceName, nil, "", why)
+			}
+			if c.ca {
+				add(c.cred.CAResourceName(), nil, "", why)
+			}
+			continue
+		}
+		if c.cert {
+			sec, problem := clientCertSecret(c.cred.ResourceName, ref, store)
+			why := ""
+			if problem != "" {
+				problem = fmt.Sprintf("Secret %s %s", ref, problem)
+			} else {
+				why = scope.Refusal(ref)
+			}
+			add(c.cred.ResourceName, sec, problem, why)
+		}
+		if c.ca {
+			sec, problem, why := listener.CASecret(c.cred.CAResourceName(), ref, store, scope.Refusal)
+			add(c.cred.CAResourceName(), sec, problem, why)
+		}
+	}
+	slices.SortFunc(out, func(a, b *tlsv3.Secret) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, refused, errs
+}
+
+// upstreamCredentials collects the DestinationRules' credentialNames of
+// SIMPLE and MUTUAL TLS by resource name, the first rule naming each kept
+// for messages; a credentialName that does not parse is reported.
+func upstreamCredentials(push *model.PushContext) (map[string]*upstreamCredential, []*config.Error) {
 	creds := map[string]*upstreamCredential{}
+	var errs []*config.Error
 	for i := range push.DestinationRules() {
 		dr := &push.DestinationRules()[i]
 		spec := dr.Spec.(*networking.DestinationRule)
@@ -48,10 +111,15 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, name
 				if name == "" || (mode != networking.ClientTLSSettings_SIMPLE && mode != networking.ClientTLSSettings_MUTUAL) {
 					return
 				}
-				c := creds[name]
+				cred, err := model.ParseCredentialName(name)
+				if err != nil {
+					errs = append(errs, &config.Error{Source: dr.Source, Key: dr.Key(), Field: f + ".credentialName", Message: err.Error()})
+					return
+				}
+				c := creds[cred.ResourceName]
 				if c == nil {
-					c = &upstreamCredential{rule: dr, field: f + ".credentialName", credentials: name}
-					creds[name] = c
+					c = &upstreamCredential{rule: dr, field: f + ".credentialName", cred: cred}
+					creds[cred.ResourceName] = c
 				}
 				c.cert = c.cert || mode == networking.ClientTLSSettings_MUTUAL
 				c.ca = c.ca || !t.GetInsecureSkipVerify().GetValue()
@@ -66,45 +134,12 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, name
 			note(s.GetTrafficPolicy(), fmt.Sprintf("spec.subsets[%d].trafficPolicy", j))
 		}
 	}
-	var out []*tlsv3.Secret
-	var errs []*config.Error
-	for _, name := range slices.Sorted(maps.Keys(creds)) {
-		c := creds[name]
-		// first tries each namespace in turn and keeps the first secret.
-		first := func(load func(ref model.SecretRef) (*tlsv3.Secret, string)) {
-			var problems []string
-			for _, ns := range namespaces {
-				sec, problem := load(model.SecretRef{Namespace: ns, Name: name})
-				if problem == "" {
-					out = append(out, sec)
-					return
-				}
-				problems = append(problems, problem)
-			}
-			errs = append(errs, &config.Error{Source: c.rule.Source, Key: c.rule.Key(), Field: c.field,
-				Message: fmt.Sprintf("for gateways in namespace %s: %s; clusters using it wait for it", strings.Join(namespaces, ", "), strings.Join(problems, "; "))})
-		}
-		if c.cert {
-			first(func(ref model.SecretRef) (*tlsv3.Secret, string) {
-				sec, problem := clientCertSecret(ref, store)
-				if problem != "" {
-					problem = fmt.Sprintf("Secret %s %s", ref, problem)
-				}
-				return sec, problem
-			})
-		}
-		if c.ca {
-			first(func(ref model.SecretRef) (*tlsv3.Secret, string) {
-				return listener.CASecret(cluster.CredentialCASecretName(name), ref, store)
-			})
-		}
-	}
-	return out, errs
+	return creds, errs
 }
 
-// clientCertSecret reads the client certificate and key of ref, named as
-// the clusters reference it.
-func clientCertSecret(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
+// clientCertSecret reads the client certificate and key of ref, named
+// resource as the clusters reference it.
+func clientCertSecret(resource string, ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
 	if store == nil {
 		return nil, "does not exist (or holds no tls.crt and tls.key)"
 	}
@@ -116,7 +151,7 @@ func clientCertSecret(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secr
 		return nil, "holds no usable certificate and key: " + strings.TrimPrefix(err.Error(), "tls: ")
 	}
 	sec := &tlsv3.Secret{
-		Name: cluster.CredentialSecretName(ref.Name),
+		Name: resource,
 		Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
 			CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cert}},
 			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: key}},
@@ -129,19 +164,13 @@ func clientCertSecret(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secr
 }
 
 // upstreamSecretsFor reads the DestinationRule credentials for the
-// proxies the Gateways select. Istio reads them from the proxy's
-// namespace; a gateway configuration is shared by proxies selected by the
-// same Gateways, so until groups carry the proxy's namespace they are read
-// from the Gateways' namespace, as their credentialNames are (the first,
-// by name, that has the Secret when the Gateways span several).
-func upstreamSecretsFor(push *model.PushContext, gateways []config.Config, store model.SecretStore) ([]*tlsv3.Secret, []*config.Error) {
+// proxies of scope that the Gateways select, as the Gateways' own: in the
+// proxies' namespace (model.ScopedGatewayGroupKey keys groups by it when
+// DestinationRules name credentials). Without Gateways or Secrets there
+// is nothing to serve them to, or from.
+func upstreamSecretsFor(push *model.PushContext, gateways []config.Config, store model.SecretStore, scope model.SecretScope) ([]*tlsv3.Secret, []model.SecretRefusal, []*config.Error) {
 	if len(gateways) == 0 || store == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var namespaces []string
-	for _, gw := range gateways {
-		namespaces = append(namespaces, gw.Namespace)
-	}
-	slices.Sort(namespaces)
-	return BuildUpstreamSecrets(push, store, slices.Compact(namespaces)...)
+	return BuildUpstreamSecrets(push, store, scope)
 }

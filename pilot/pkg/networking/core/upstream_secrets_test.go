@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
 // selfSigned returns a PEM CA certificate and its PEM key.
@@ -81,7 +83,8 @@ spec:
 		"gw/unused-cacert":  {"ca.crt": cert},
 		"gw/missing-cacert": {"cacert": []byte("not PEM")},
 	}
-	secrets, errs := BuildUpstreamSecrets(push, store, "gw")
+	gw := model.SecretScope{Identity: &model.Identity{Namespace: "gw", ServiceAccount: "ingress"}}
+	secrets, refused, errs := BuildUpstreamSecrets(push, store, gw)
 	var names []string
 	for _, s := range secrets {
 		names = append(names, s.GetName())
@@ -99,4 +102,60 @@ spec:
 		!strings.Contains(errs[0].Message, "gw/missing-cacert is not usable") {
 		t.Errorf("errors %v", errs)
 	}
+	if len(refused) != 0 {
+		t.Errorf("refusals for the proxies' own namespace: %+v", refused)
+	}
+
+	// Proxies of another namespace read that namespace's Secrets (its
+	// own "missing" holds a CA), and the gw Secrets are never theirs.
+	other := model.SecretScope{Identity: &model.Identity{Namespace: "other", ServiceAccount: "ingress"}}
+	secrets, _, _ = BuildUpstreamSecrets(push, store, other)
+	if len(secrets) != 1 || secrets[0].GetName() != "kubernetes://missing-cacert" {
+		t.Errorf("proxies of namespace other got %v, want their own missing-cacert only", secrets)
+	}
+	// Unauthenticated proxies get none, each refused and reported, and
+	// nothing is read for them.
+	secrets, refused, errs = BuildUpstreamSecrets(push, nil, model.SecretScope{})
+	if len(secrets) != 0 || len(refused) != 4 || refused[0].DestinationRule != "default/partner" ||
+		refused[0].Field != "spec.trafficPolicy.tls.credentialName" || refused[0].Resource != "kubernetes://client" ||
+		!strings.Contains(refused[0].Reason, "only sent to authenticated proxies") || len(errs) != 4 {
+		t.Errorf("plaintext: secrets %d, refused %+v, errors %v", len(secrets), refused, errs)
+	}
+}
+
+// A DestinationRule credential of another namespace reaches the proxies
+// only when the authorizer lets their ServiceAccount get the Secret; a
+// refusal is reported and does not stop the others.
+func TestBuildUpstreamSecretsCrossNamespace(t *testing.T) {
+	cert, key := selfSigned(t)
+	push := pushFrom(t, `
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: partner, namespace: default}
+spec:
+  host: partner.example.com
+  trafficPolicy:
+    tls: {mode: MUTUAL, credentialName: apps/client, insecureSkipVerify: true}
+`)
+	store := secretData{"apps/client": {"tls.crt": cert, "tls.key": key}}
+	id := &model.Identity{Namespace: "gw", ServiceAccount: "ingress"}
+	for _, tc := range []struct {
+		allow bool
+		want  int
+	}{{false, 0}, {true, 1}} {
+		scope := model.SecretScope{Identity: id, Authorizer: authorizerFunc(func(model.Identity, model.SecretRef) (bool, string) { return tc.allow, "test" })}
+		secrets, refused, _ := BuildUpstreamSecrets(push, store, scope)
+		if len(secrets) != tc.want || len(refused) != 1-tc.want {
+			t.Errorf("allowed %v: %d secrets, refused %+v", tc.allow, len(secrets), refused)
+		}
+		if tc.want == 1 && secrets[0].GetName() != "kubernetes://apps/client" {
+			t.Errorf("secret named %s", secrets[0].GetName())
+		}
+	}
+}
+
+type authorizerFunc func(model.Identity, model.SecretRef) (bool, string)
+
+func (f authorizerFunc) CanGetSecret(id model.Identity, ref model.SecretRef) (bool, string) {
+	return f(id, ref)
 }

@@ -59,16 +59,16 @@ func httpsFilterChain(port uint32, s model.HTTPSServer) (*listenerv3.FilterChain
 // downstreamTLS is the server's TLS termination: its certificate over SDS
 // (credentialName) or from files on the proxy, its protocol versions and
 // cipher suites, and how client certificates are verified (mtls.go).
-func downstreamTLS(s model.GatewayServer, credential model.SecretRef) (*tlsv3.DownstreamTlsContext, error) {
+func downstreamTLS(s model.GatewayServer, credential model.Credential) (*tlsv3.DownstreamTlsContext, error) {
 	tls := s.Server.GetTls()
 	params, err := tlsParams(tls)
 	if err != nil {
 		return nil, err
 	}
 	common := &tlsv3.CommonTlsContext{TlsParams: params, AlpnProtocols: ALPNProtocols}
-	if credential != (model.SecretRef{}) {
+	if !credential.IsZero() {
 		common.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{
-			Name:      credential.SDSName(),
+			Name:      credential.ResourceName,
 			SdsConfig: adsConfigSource(),
 		}}
 	} else {

@@ -22,6 +22,18 @@ func (m mapStore) Secret(ns, name string) ([]byte, []byte, bool) {
 	return v[0], v[1], ok
 }
 
+// gatewayScope is the scope of gateways running as istio-system/gateway.
+var gatewayScope = model.SecretScope{Identity: &model.Identity{Namespace: "istio-system", ServiceAccount: "gateway", Method: model.MethodToken}}
+
+// secretNames renders secrets by name only: test output never shows keys.
+func secretNames(secrets []*tlsv3.Secret) []string {
+	var out []string
+	for _, s := range secrets {
+		out = append(out, s.GetName())
+	}
+	return out
+}
+
 func readPair(t *testing.T) (cert, key []byte) {
 	t.Helper()
 	cert, err := os.ReadFile("testdata/cert.pem")
@@ -52,14 +64,14 @@ func TestHTTPSListener(t *testing.T) {
 		gateway("a", httpsServer("https-web", simple("web"), "web.example.com", "*.web.example.com"), server(80, "HTTP")),
 		gateway("b", httpsServer("https-any", files, "*")),
 	})
-	secrets, served, errs := BuildSecrets(mg, store)
+	secrets, served, _, errs := BuildSecrets(mg, store, gatewayScope)
 	if len(errs) != 0 {
 		t.Fatalf("errors %v", errs)
 	}
-	if len(secrets) != 1 || secrets[0].Name != "kubernetes://istio-system/web" ||
+	if len(secrets) != 1 || secrets[0].Name != "kubernetes://web" ||
 		string(secrets[0].GetTlsCertificate().GetCertificateChain().GetInlineBytes()) != string(cert) ||
 		string(secrets[0].GetTlsCertificate().GetPrivateKey().GetInlineBytes()) != string(key) {
-		t.Fatalf("secrets %v", secrets)
+		t.Fatalf("secrets %v, want kubernetes://web holding istio-system/web's pair", secretNames(secrets))
 	}
 	if err := secrets[0].ValidateAll(); err != nil {
 		t.Error(err)
@@ -92,7 +104,7 @@ func TestHTTPSListener(t *testing.T) {
 		file  string
 		min   tlsv3.TlsParameters_TlsProtocol
 	}{
-		{[]string{"*.web.example.com", "web.example.com"}, "https.443.https-web.a.istio-system", "kubernetes://istio-system/web", "", tlsv3.TlsParameters_TLSv1_2},
+		{[]string{"*.web.example.com", "web.example.com"}, "https.443.https-web.a.istio-system", "kubernetes://web", "", tlsv3.TlsParameters_TLSv1_2},
 		{nil, "https.443.https-any.b.istio-system", "", "/etc/certs/c.pem", tlsv3.TlsParameters_TLSv1_3},
 	}
 	for i, w := range want {
@@ -151,9 +163,9 @@ func TestBuildSecretsDropsServersWithoutCertificate(t *testing.T) {
 		httpsServer("swapped", simple("swapped"), "swapped.example.com"),
 		httpsServer("good-again", simple("good"), "again.example.com"),
 	)})
-	secrets, served, errs := BuildSecrets(mg, store)
-	if len(secrets) != 1 || secrets[0].GetName() != "kubernetes://istio-system/good" {
-		t.Errorf("secrets %v, want the good one once", secrets)
+	secrets, served, _, errs := BuildSecrets(mg, store, gatewayScope)
+	if len(secrets) != 1 || secrets[0].GetName() != "kubernetes://good" {
+		t.Errorf("secrets %v, want the good one once", secretNames(secrets))
 	}
 	var kept []string
 	for _, s := range served.HTTPSServers[443] {
@@ -181,9 +193,9 @@ func TestBuildSecretsDropsServersWithoutCertificate(t *testing.T) {
 	}
 
 	// Without a store every credential is missing; no listener is left.
-	secrets, served, errs = BuildSecrets(mg, nil)
+	secrets, served, _, errs = BuildSecrets(mg, nil, gatewayScope)
 	if len(secrets) != 0 || len(served.HTTPSPorts) != 0 || len(errs) != 4 {
-		t.Errorf("nil store: %v %v %v", secrets, served.HTTPSPorts, errs)
+		t.Errorf("nil store: %v %v %v", secretNames(secrets), served.HTTPSPorts, errs)
 	}
 	if ls, _ := BuildGatewayListeners(nil, served); len(ls) != 0 {
 		t.Errorf("listeners %v", ls)
@@ -194,7 +206,7 @@ func TestInvalidHTTPSChainIsReported(t *testing.T) {
 	bad := &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, ServerCertificate: "/c", PrivateKey: "/k",
 		MaxProtocolVersion: networking.ServerTLSSettings_TLSV1_1}
 	mg := model.MergeGateways([]config.Config{gateway("gw", httpsServer("bad", bad, "a.com"), httpsServer("ok", simple("c"), "b.com"))})
-	_, served, _ := BuildSecrets(mg, mapStore{})
+	_, served, _, _ := BuildSecrets(mg, mapStore{}, gatewayScope)
 	if len(served.HTTPSServers[443]) != 1 {
 		t.Fatalf("served %v", served.HTTPSServers)
 	}

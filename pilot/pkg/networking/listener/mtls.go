@@ -23,7 +23,7 @@ import (
 //
 // OPTIONAL_MUTUAL differs from MUTUAL only in require_client_certificate:
 // a certificate is asked for and checked when sent, but not required.
-func applyClientValidation(common *tlsv3.CommonTlsContext, s model.GatewayServer, credential model.SecretRef) {
+func applyClientValidation(common *tlsv3.CommonTlsContext, s model.GatewayServer, credential model.Credential) {
 	tls := s.Server.GetTls()
 	checks := &tlsv3.CertificateValidationContext{
 		MatchSubjectAltNames:  exactMatchers(tls.GetSubjectAltNames()),
@@ -34,11 +34,11 @@ func applyClientValidation(common *tlsv3.CommonTlsContext, s model.GatewayServer
 		checks.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
 	}
 	switch {
-	case s.Mutual() && credential != (model.SecretRef{}):
+	case s.Mutual() && !credential.IsZero():
 		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext:         checks,
-				ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: credential.CASDSName(), SdsConfig: adsConfigSource()},
+				ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: credential.CAResourceName(), SdsConfig: adsConfigSource()},
 			},
 		}
 	case s.Mutual():

@@ -14,55 +14,166 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
-// BuildSecrets returns the SDS secrets the HTTPS servers of mg reference
-// (credentialName), sorted by name, and the merged gateway the listeners
-// and routes must be built from: mg without the servers whose Secret is
-// missing or unusable. Those servers are reported and dropped, since a
-// listener referencing a secret Envoy never receives stays warming, and a
-// certificate Envoy cannot load gets the whole listener rejected. A nil
-// store has no Secrets. mg itself is not modified.
-func BuildSecrets(mg *model.MergedGateway, store model.SecretStore) ([]*tlsv3.Secret, *model.MergedGateway, []*config.Error) {
+// BuildSecrets returns the SDS secrets the terminating servers of mg
+// reference (HTTPS, and TLS with TCP inside) for the proxies of scope,
+// sorted by name, and the merged gateway the listeners and routes must be
+// built from: mg without the servers whose secrets those proxies may not
+// have, or which are missing or unusable. A server with a credentialName
+// needs its certificate ("kubernetes://NAME" or "kubernetes://NS/NAME")
+// and, when it verifies clients (MUTUAL, OPTIONAL_MUTUAL), the CA that
+// goes with it ("...-cacert": ca.crt of the same Secret, else of Secret
+// NAME-cacert in the same namespace, as istiod reads it). Every one is
+// resolved in the scope's namespace unless the credentialName names one,
+// and every Secret read is checked with scope.Refusal: one rule for every
+// kind of secret. A listener referencing a secret Envoy never receives
+// stays warming, and one Envoy cannot load gets the whole listener
+// rejected, so those servers are left out (chain and routes) and
+// reported; refusals are also returned for the debug pages. A nil store
+// has no Secrets. mg itself is not modified.
+func BuildSecrets(mg *model.MergedGateway, store model.SecretStore, scope model.SecretScope) ([]*tlsv3.Secret, *model.MergedGateway, []model.SecretRefusal, []*config.Error) {
 	out := *mg
 	out.HTTPSServers = make(map[uint32][]model.HTTPSServer, len(mg.HTTPSServers))
 	out.HTTPSPorts = nil
-	var errs []*config.Error
-	secrets := map[string]*tlsv3.Secret{}
-	// Each Secret is looked up and checked once, however many servers use it.
-	problems := map[model.SecretRef]string{}
+	out.TLSServers = make(map[uint32][]model.TLSServer, len(mg.TLSServers))
+	out.TLSPorts = nil
+	b := secretBuilder{store: store, scope: scope, secrets: map[string]*tlsv3.Secret{}, verdicts: map[string]verdict{}}
 	for _, port := range mg.HTTPSPorts {
 		for _, s := range mg.HTTPSServers[port] {
-			if ref := s.Credential; ref != (model.SecretRef{}) {
-				problem, seen := problems[ref]
-				if !seen {
-					var sec *tlsv3.Secret
-					sec, problem = loadSecret(ref, store)
-					problems[ref] = problem
-					if sec != nil {
-						secrets[sec.Name] = sec
-					}
+			if b.usable(s.GatewayServer, s.Credential) {
+				if _, ok := out.HTTPSServers[port]; !ok {
+					out.HTTPSPorts = append(out.HTTPSPorts, port)
 				}
-				if problem != "" {
-					errs = append(errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field("tls.credentialName"),
-						Message: fmt.Sprintf("server %s on port %d: Secret %s %s; its filter chain is not built", s.Server.GetPort().GetName(), port, ref, problem)})
-					continue
-				}
+				out.HTTPSServers[port] = append(out.HTTPSServers[port], s)
 			}
-			if _, ok := out.HTTPSServers[port]; !ok {
-				out.HTTPSPorts = append(out.HTTPSPorts, port)
-			}
-			out.HTTPSServers[port] = append(out.HTTPSServers[port], s)
 		}
 	}
-	list := make([]*tlsv3.Secret, 0, len(secrets))
-	for _, name := range slices.Sorted(maps.Keys(secrets)) {
-		list = append(list, secrets[name])
+	for _, port := range mg.TLSPorts {
+		for _, s := range mg.TLSServers[port] {
+			if b.usable(s.GatewayServer, s.Credential) {
+				if _, ok := out.TLSServers[port]; !ok {
+					out.TLSPorts = append(out.TLSPorts, port)
+				}
+				out.TLSServers[port] = append(out.TLSServers[port], s)
+			}
+		}
 	}
-	return list, &out, errs
+	list := make([]*tlsv3.Secret, 0, len(b.secrets))
+	for _, name := range slices.Sorted(maps.Keys(b.secrets)) {
+		list = append(list, b.secrets[name])
+	}
+	return ReferencedSecrets(&out, list), &out, b.refused, b.errs
+}
+
+// verdict is what became of one SDS resource for the scope: the Secret it
+// resolved to, and why it is refused or unusable ("" when neither).
+type verdict struct {
+	ref              model.SecretRef
+	problem, refusal string
+}
+
+// secretBuilder resolves, authorizes and checks each SDS resource once,
+// however many servers use it: one SubjectAccessReview at most per Secret.
+type secretBuilder struct {
+	store    model.SecretStore
+	scope    model.SecretScope
+	secrets  map[string]*tlsv3.Secret
+	verdicts map[string]verdict
+	refused  []model.SecretRefusal
+	errs     []*config.Error
+}
+
+// usable loads what server s needs from its credential (the certificate,
+// and the CA when it verifies clients) and reports whether all of it may
+// be sent and is usable.
+func (b *secretBuilder) usable(s model.GatewayServer, c model.Credential) bool {
+	if c.IsZero() {
+		return true
+	}
+	if !b.check(s, c.ResourceName, b.verdict(c.ResourceName, c, b.loadCert), false) {
+		return false
+	}
+	if !s.Mutual() {
+		return true
+	}
+	return b.check(s, c.CAResourceName(), b.verdict(c.CAResourceName(), c, b.loadCA), true)
+}
+
+// verdict returns resource's verdict, computing it with load the first
+// time. Nothing is read for an unauthenticated scope.
+func (b *secretBuilder) verdict(resource string, c model.Credential, load func(string, model.SecretRef) (*tlsv3.Secret, string, string)) verdict {
+	if v, ok := b.verdicts[resource]; ok {
+		return v
+	}
+	v := verdict{ref: c.Resolve(b.scope.Namespace())}
+	if b.scope.Identity == nil {
+		v.refusal = b.scope.Refusal(v.ref)
+	} else {
+		var sec *tlsv3.Secret
+		sec, v.problem, v.refusal = load(resource, v.ref)
+		if sec != nil && v.problem == "" && v.refusal == "" {
+			b.secrets[sec.Name] = sec
+		}
+	}
+	b.verdicts[resource] = v
+	return v
+}
+
+// loadCert reads the certificate and key; a missing Secret needs no
+// SubjectAccessReview, so the refusal is asked only of one that exists.
+func (b *secretBuilder) loadCert(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string) {
+	sec, problem := loadSecret(resource, ref, b.store)
+	if problem != "" {
+		return nil, problem, ""
+	}
+	if why := b.scope.Refusal(ref); why != "" {
+		return nil, "", why
+	}
+	return sec, "", ""
+}
+
+// loadCA reads the CA bundle (and CRL) that goes with credential ref; the
+// Secret it is read from is checked with the scope's refusal.
+func (b *secretBuilder) loadCA(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string) {
+	return CASecret(resource, ref, b.store, b.scope.Refusal)
+}
+
+// check reports a refused or unusable verdict for server s (of its CA
+// when ca) and whether the server can be built.
+func (b *secretBuilder) check(s model.GatewayServer, resource string, v verdict, ca bool) bool {
+	port := s.Server.GetPort().GetNumber()
+	server := s.Server.GetPort().GetName()
+	what := ""
+	if ca {
+		what = fmt.Sprintf(" (%s, the CA verifying client certificates)", s.Server.GetTls().GetMode())
+	}
+	switch {
+	case v.refusal != "":
+		secret := v.ref.String()
+		if v.ref.Namespace == "" {
+			secret = v.ref.Name + " of the proxy's namespace"
+		}
+		b.refused = append(b.refused, model.SecretRefusal{Resource: resource, Secret: secret,
+			Gateway: s.Gateway.Namespace + "/" + s.Gateway.Name, Server: s.Field(""), Reason: v.refusal})
+		b.errs = append(b.errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field("tls.credentialName"),
+			Message: fmt.Sprintf("server %s on port %d%s: Secret %s (%s) is not sent to %s: %s; their filter chain for it is left out", server, port, what, secret, resource, b.scope, v.refusal)})
+		return false
+	case v.problem != "" && ca:
+		b.errs = append(b.errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field("tls.credentialName"),
+			Message: fmt.Sprintf("server %s on port %d (%s) verifies client certificates, but %s; its filter chain is not built",
+				server, port, s.Server.GetTls().GetMode(), v.problem)})
+		return false
+	case v.problem != "":
+		b.errs = append(b.errs, &config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field("tls.credentialName"),
+			Message: fmt.Sprintf("server %s on port %d: Secret %s %s; its filter chain is not built", server, port, v.ref, v.problem)})
+		return false
+	}
+	return true
 }
 
 // loadSecret reads ref and checks that Envoy can use it: a PEM certificate
-// chain with its matching private key. It returns the secret or why not.
-func loadSecret(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
+// chain with its matching private key. It returns the secret, named
+// resource, or why not. The reason never quotes the Secret's data.
+func loadSecret(resource string, ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
 	if store == nil {
 		return nil, "does not exist (or holds no tls.crt and tls.key)"
 	}
@@ -74,7 +185,7 @@ func loadSecret(ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, st
 		return nil, "holds no usable certificate and key: " + strings.TrimPrefix(err.Error(), "tls: ")
 	}
 	sec := &tlsv3.Secret{
-		Name: ref.SDSName(),
+		Name: resource,
 		Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
 			CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cert}},
 			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: key}},

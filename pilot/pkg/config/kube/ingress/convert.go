@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -57,6 +58,15 @@ func GatewayName(ingressName string) string { return ingressName + "-" + NameSuf
 // TLSGatewayName is the name of the Gateway holding the HTTPS servers of
 // the Ingress's TLS entries that name hosts.
 func TLSGatewayName(ingressName string) string { return GatewayName(ingressName) + "-tls" }
+
+// CredentialName is the credentialName of an Ingress TLS entry: the
+// Secret is the Ingress's namespace's, as Kubernetes defines it, so the
+// name says the namespace in the explicit form istiod parses
+// ("kubernetes://NAMESPACE/NAME"). The gateway proxies serving it live in
+// another namespace; their ServiceAccount needs get on the Secret.
+func CredentialName(namespace, secret string) string {
+	return model.KubernetesSecretPrefix + namespace + "/" + secret
+}
 
 // Source is how errors and generated configs name an Ingress.
 func Source(ing *networkingv1.Ingress) string { return "Ingress " + ing.Namespace + "/" + ing.Name }
@@ -142,7 +152,7 @@ func (c *converter) gateways(ing *networkingv1.Ingress) ([]config.Config, bool) 
 		s := &networking.Server{
 			Port:  &networking.Port{Number: 443, Protocol: "HTTPS", Name: fmt.Sprintf("https-443-ingress-%s-%s-%d", ing.Name, ing.Namespace, i)},
 			Hosts: slices.Clone(t.Hosts),
-			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: t.SecretName},
+			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: CredentialName(ing.Namespace, t.SecretName)},
 		}
 		if len(s.Hosts) == 0 {
 			s.Hosts = []string{"*"}
