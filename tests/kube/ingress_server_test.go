@@ -2,6 +2,8 @@ package kube
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,11 +20,11 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	"google.golang.org/grpc"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	knetworking "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +33,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
@@ -58,10 +61,12 @@ type ingressEnv struct {
 	server    *bootstrap.Server
 	gatewayIP string // the gateway Service's cluster IP
 	cluster_  *harness.Cluster
+	rootPEM   []byte // the secure port's CA (ConfigMap wayfinder-ca-root-cert)
 }
 
-// gatewayServiceAccount is the gateway proxies' verified identity (see
-// identity_test.go), the ServiceAccount of Istio's default gateway.
+// gatewayServiceAccount is the gateway proxies' ServiceAccount, Istio's
+// default gateway's: they dial the secure port with a real token of it
+// (TokenRequest), verified by TokenReview.
 const gatewayServiceAccount = "istio-system/istio-ingressgateway-service-account"
 
 // grantSecret lets the gateway's ServiceAccount get Secret name of e's
@@ -100,10 +105,15 @@ var (
 	fallbackIPs = []string{"10.11.1.1"}
 )
 
-func newIngressEnv(t *testing.T, prefix string) *ingressEnv {
+// newIngressEnv starts the server watching a fresh namespace and the
+// namespaces in also, with its secure port on loopback; its CA lives in
+// the fresh namespace.
+func newIngressEnv(t *testing.T, prefix string, also ...string) *ingressEnv {
 	t.Helper()
 	c, ns := newCluster(t, prefix)
 	e := &ingressEnv{t: t, ns: ns, class: ns + "-wayfinder", kube: c.Clientset()}
+	// The gateways' ServiceAccount lives in istio-system, as Istio's.
+	ensureNamespace(t, c, "istio-system")
 
 	// IngressClasses are cluster-scoped: the namespace makes the name unique.
 	_, err := e.kube.NetworkingV1().IngressClasses().Create(ctx, &knetworking.IngressClass{
@@ -133,13 +143,26 @@ func newIngressEnv(t *testing.T, prefix string) *ingressEnv {
 	e.gatewayIP = gw.Spec.ClusterIP
 
 	e.server = startServer(t, bootstrap.Options{
-		Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
+		Kubeconfig: c.Kubeconfig, WatchNamespaces: append([]string{ns}, also...),
 		PodName: "wayfinder-0", PodNamespace: ns,
-		Ingress:           bootstrap.IngressOptions{Service: ns + "/" + ingressGatewayService},
-		GRPCServerOptions: []grpc.ServerOption{grpc.StreamInterceptor(testIdentityInterceptor)},
+		Ingress:  bootstrap.IngressOptions{Service: ns + "/" + ingressGatewayService},
+		Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"},
 	})
 	e.cluster_ = c
+	cm, err := e.kube.CoreV1().ConfigMaps(ns).Get(ctx, security.RootCertConfigMap, metav1.GetOptions{})
+	e.must(err)
+	e.rootPEM = []byte(cm.Data[security.RootCertKey])
 	return e
+}
+
+// ensureNamespace creates namespace name unless it exists (istio-system
+// is shared by the tests of the package's cluster).
+func ensureNamespace(t *testing.T, c *harness.Cluster, name string) {
+	t.Helper()
+	_, err := c.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("namespace %s: %v", name, err)
+	}
 }
 
 func (e *ingressEnv) must(err error) {
@@ -184,16 +207,35 @@ func gatewayNode(pod string) adsc.NodeOptions {
 		Labels: map[string]string{"istio": "ingressgateway"}}
 }
 
-// gateway connects the gateway proxy pod.
+// gateway connects the gateway proxy pod of istio-system to the secure
+// port with a real token of gatewayServiceAccount.
 func (e *ingressEnv) gateway(pod string) *adsc.Client {
+	e.t.Helper()
+	ns, sa, _ := strings.Cut(gatewayServiceAccount, "/")
+	return e.gatewayAs(gatewayNode(pod), sa, ns)
+}
+
+// gatewayAs connects a gateway proxy as node to the secure port with a
+// real token (TokenRequest, audience wayfinder) of ServiceAccount sa of
+// namespace ns, trusting only the server's published CA.
+func (e *ingressEnv) gatewayAs(node adsc.NodeOptions, sa, ns string) *adsc.Client {
 	e.t.Helper()
 	dctx, cancel := contextWithTimeout()
 	defer cancel()
-	c, err := adsc.Dial(dctx, adsc.Config{Address: e.server.GRPCAddr().String(), Node: adsc.IstioNode(gatewayNode(pod)),
-		DialOptions: []grpc.DialOption{asIdentity(gatewayServiceAccount)}})
+	c, err := adsc.Dial(dctx, adsc.Config{Address: e.server.SecureGRPCAddr().String(), Node: adsc.IstioNode(node),
+		TLS: e.tlsConfig(), Token: e.cluster_.Token(e.t, ns, sa, []string{"wayfinder"}, time.Hour)})
 	e.must(err)
 	e.t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// tlsConfig trusts only the server's CA and checks the name gateways dial.
+func (e *ingressEnv) tlsConfig() *tls.Config {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(e.rootPEM) {
+		e.t.Fatal("root-cert.pem holds no certificate")
+	}
+	return &tls.Config{RootCAs: pool, ServerName: "pilot-discovery." + e.ns + ".svc"}
 }
 
 // path is one Ingress path to a Service's port 80.

@@ -66,7 +66,8 @@ func (e *ingressEnv) dumpedSecretVersions(node adsc.NodeOptions) map[string]stri
 }
 
 // A MUTUAL Gateway server verifies clients with the CA of its
-// credentialName Secret, sent over SDS as NAME-cacert. Rotating the CA in
+// credentialName Secret, sent over SDS as the credential's resource name
+// with -cacert (kubernetes://NS/NAME-cacert). Rotating the CA in
 // the Secret changes that secret alone: the listener the gateway holds
 // keeps its version.
 func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
@@ -84,12 +85,16 @@ func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
 		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key, "ca.crt": newCA(t, "first-ca")}}
 	_, err = e.kube.CoreV1().Secrets(e.ns).Create(ctx, secret, metav1.CreateOptions{})
 	e.must(err)
+	// The gateway runs in istio-system: the Secret (its certificate and,
+	// in ca.crt, its CA) is another namespace's, named with it and granted
+	// to the gateway's ServiceAccount as the README's example does.
+	e.grantSecret("mtls-cert")
 	_, err = istio.NetworkingV1().Gateways(e.ns).Create(ctx, &networkingv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "mtls"},
 		Spec: networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{{
 			Port:  &networking.Port{Number: 443, Name: "https", Protocol: "HTTPS"},
 			Hosts: []string{"mtls.example.com"},
-			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CredentialName: "mtls-cert"},
+			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CredentialName: e.ns + "/mtls-cert"},
 		}}},
 	}, metav1.CreateOptions{})
 	e.must(err)

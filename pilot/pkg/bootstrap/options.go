@@ -64,6 +64,10 @@ type Options struct {
 	// ShutdownGrace bounds how long shutdown waits for streams to close.
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	// SecretReview tunes the cache of SubjectAccessReviews deciding which
+	// gateway may have another namespace's Secret; zero values take
+	// credentials.Options' defaults (5m allowed, 1m denied, 10s retry).
+	SecretReview SecretReviewOptions
 	// GRPCServerOptions are added to the plaintext ADS gRPC server's own,
 	// for embedding; the secure port keeps its authenticating interceptor.
 	GRPCServerOptions []grpc.ServerOption
@@ -112,4 +116,11 @@ func (o *Options) applyDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+}
+
+// SecretReviewOptions are the timings of the SubjectAccessReview cache
+// (credentials.Options): how long an allowed and a denied answer are kept,
+// and how often expired answers in use are checked again.
+type SecretReviewOptions struct {
+	AllowedTTL, DeniedTTL, Refresh time.Duration
 }

@@ -11,9 +11,11 @@ import (
 // through pushSecret, like a changed certificate.
 func (m *kubeMode) addSecretAuthorizer(opts Options) error {
 	a, err := credentials.New(credentials.Options{
-		Client:   m.clients.Kube.AuthorizationV1().SubjectAccessReviews(),
-		Logger:   opts.Logger.With("source", "secret-authorizer"),
-		OnChange: func() { m.pushSecret() },
+		Client:     m.clients.Kube.AuthorizationV1().SubjectAccessReviews(),
+		Logger:     opts.Logger.With("source", "secret-authorizer"),
+		OnChange:   func() { m.pushSecret() },
+		AllowedTTL: opts.SecretReview.AllowedTTL, DeniedTTL: opts.SecretReview.DeniedTTL,
+		ErrorRetry: opts.SecretReview.Refresh,
 	})
 	if err != nil {
 		return err
