@@ -147,6 +147,8 @@ func newIngressEnv(t *testing.T, prefix string, also ...string) *ingressEnv {
 		PodName: "wayfinder-0", PodNamespace: ns,
 		Ingress:  bootstrap.IngressOptions{Service: ns + "/" + ingressGatewayService},
 		Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"},
+		// A Role granted after a refusal takes effect within seconds.
+		SecretReview: bootstrap.SecretReviewOptions{DeniedTTL: 2 * time.Second, Refresh: 500 * time.Millisecond},
 	})
 	e.cluster_ = c
 	cm, err := e.kube.CoreV1().ConfigMaps(ns).Get(ctx, security.RootCertConfigMap, metav1.GetOptions{})

@@ -27,8 +27,8 @@ import (
 // create SubjectAccessReviews): a gateway's ServiceAccount may not have
 // another namespace's Secret until a Role with get on that Secret is bound
 // to it, and loses it when the binding goes. The identity is given
-// directly; with real ServiceAccount tokens (TokenReview on the secure
-// port) the same check runs behind the authenticating interceptor.
+// directly here; TestGatewaySecretsFollowRealTokens runs the same check
+// behind the secure port, for gateways with real ServiceAccount tokens.
 func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	c, appNS := newCluster(t, "app")
 	gwNS := c.Namespace(t, "gateway")
