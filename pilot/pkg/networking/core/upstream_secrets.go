@@ -87,7 +87,11 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, scop
 			add(c.cred.ResourceName, sec, problem, why)
 		}
 		if c.ca {
-			sec, problem, why := listener.CASecret(c.cred.CAResourceName(), ref, store, scope.Refusal)
+			sec, problem, why, from := listener.CASecret(c.cred.CAResourceName(), ref, store, scope.Refusal)
+			if why != "" && from != ref {
+				// The CA's own Secret (NAME-cacert) was refused.
+				secret = from.String()
+			}
 			add(c.cred.CAResourceName(), sec, problem, why)
 		}
 	}

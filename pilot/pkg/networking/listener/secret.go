@@ -100,7 +100,7 @@ func (b *secretBuilder) usable(s model.GatewayServer, c model.Credential) bool {
 
 // verdict returns resource's verdict, computing it with load the first
 // time. Nothing is read for an unauthenticated scope.
-func (b *secretBuilder) verdict(resource string, c model.Credential, load func(string, model.SecretRef) (*tlsv3.Secret, string, string)) verdict {
+func (b *secretBuilder) verdict(resource string, c model.Credential, load func(string, model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef)) verdict {
 	if v, ok := b.verdicts[resource]; ok {
 		return v
 	}
@@ -109,7 +109,13 @@ func (b *secretBuilder) verdict(resource string, c model.Credential, load func(s
 		v.refusal = b.scope.Refusal(v.ref)
 	} else {
 		var sec *tlsv3.Secret
-		sec, v.problem, v.refusal = load(resource, v.ref)
+		var refused model.SecretRef
+		sec, v.problem, v.refusal, refused = load(resource, v.ref)
+		if v.refusal != "" && refused != (model.SecretRef{}) {
+			// The Secret refused is the one the resource was to be read
+			// from (a CA's may be NAME-cacert).
+			v.ref = refused
+		}
 		if sec != nil && v.problem == "" && v.refusal == "" {
 			b.secrets[sec.Name] = sec
 		}
@@ -120,20 +126,20 @@ func (b *secretBuilder) verdict(resource string, c model.Credential, load func(s
 
 // loadCert reads the certificate and key; a missing Secret needs no
 // SubjectAccessReview, so the refusal is asked only of one that exists.
-func (b *secretBuilder) loadCert(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string) {
+func (b *secretBuilder) loadCert(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef) {
 	sec, problem := loadSecret(resource, ref, b.store)
 	if problem != "" {
-		return nil, problem, ""
+		return nil, problem, "", model.SecretRef{}
 	}
 	if why := b.scope.Refusal(ref); why != "" {
-		return nil, "", why
+		return nil, "", why, ref
 	}
-	return sec, "", ""
+	return sec, "", "", model.SecretRef{}
 }
 
 // loadCA reads the CA bundle (and CRL) that goes with credential ref; the
 // Secret it is read from is checked with the scope's refusal.
-func (b *secretBuilder) loadCA(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string) {
+func (b *secretBuilder) loadCA(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef) {
 	return CASecret(resource, ref, b.store, b.scope.Refusal)
 }
 

@@ -15,34 +15,34 @@ import (
 
 // CASecret is the validation context secret name holding the CA (and CRL)
 // that goes with credential ref, or why there is none Envoy can load
-// (problem), or why the Secret holding it is refused (refusal, from the
-// scope's Refusal).
-func CASecret(name string, ref model.SecretRef, store model.SecretStore, refusal func(model.SecretRef) string) (sec *tlsv3.Secret, problem, refused string) {
+// (problem), or why the Secret holding it, refusedRef, is refused
+// (refused, from the scope's Refusal).
+func CASecret(name string, ref model.SecretRef, store model.SecretStore, refusal func(model.SecretRef) string) (sec *tlsv3.Secret, problem, refused string, refusedRef model.SecretRef) {
 	if store == nil {
-		return nil, fmt.Sprintf("neither Secret %s nor %s-cacert holds a CA (ca.crt or cacert)", ref, ref), ""
+		return nil, fmt.Sprintf("neither Secret %s nor %s-cacert holds a CA (ca.crt or cacert)", ref, ref), "", model.SecretRef{}
 	}
 	ca, crl, from, why, ok := model.CAForCredential(store, ref, refusal)
 	if why != "" {
-		return nil, "", why
+		return nil, "", why, from
 	}
 	if !ok {
-		return nil, fmt.Sprintf("neither Secret %s nor %s%s holds a CA (ca.crt or cacert)", ref, ref, model.CASuffix), ""
+		return nil, fmt.Sprintf("neither Secret %s nor %s%s holds a CA (ca.crt or cacert)", ref, ref, model.CASuffix), "", model.SecretRef{}
 	}
 	if err := checkPEM(ca, "CERTIFICATE", func(der []byte) error { _, err := x509.ParseCertificate(der); return err }); err != nil {
-		return nil, fmt.Sprintf("the CA in Secret %s is not usable: %v", from, err), ""
+		return nil, fmt.Sprintf("the CA in Secret %s is not usable: %v", from, err), "", model.SecretRef{}
 	}
 	vc := &tlsv3.CertificateValidationContext{TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: ca}}}
 	if len(crl) > 0 {
 		if err := checkPEM(crl, "X509 CRL", func(der []byte) error { _, err := x509.ParseRevocationList(der); return err }); err != nil {
-			return nil, fmt.Sprintf("the CRL in Secret %s is not usable: %v", from, err), ""
+			return nil, fmt.Sprintf("the CRL in Secret %s is not usable: %v", from, err), "", model.SecretRef{}
 		}
 		vc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: crl}}
 	}
 	sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: vc}}
 	if err := sec.ValidateAll(); err != nil {
-		return nil, fmt.Sprintf("the CA secret %s would be rejected by Envoy: %v", sec.Name, err), ""
+		return nil, fmt.Sprintf("the CA secret %s would be rejected by Envoy: %v", sec.Name, err), "", model.SecretRef{}
 	}
-	return sec, "", ""
+	return sec, "", "", model.SecretRef{}
 }
 
 // checkPEM checks that data is PEM holding at least one block of typ and
