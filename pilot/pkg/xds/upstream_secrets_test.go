@@ -8,7 +8,11 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/anypb"
+	networking "istio.io/api/networking/v1alpha3"
 )
 
 // mutualCluster originates TLS with a client certificate and a CA fetched
@@ -71,5 +75,52 @@ func TestUpstreamSecretsAreServedByName(t *testing.T) {
 	}
 	if v := h.snapshot(nodeID("b")); len(v.sets[sdsIdx].items) != 0 {
 		t.Errorf("unauthenticated proxy's view holds %d secrets", len(v.sets[sdsIdx].items))
+	}
+}
+
+// A DestinationRule credentialName is resolved in each proxy's namespace,
+// so it puts proxies of different namespaces (and plaintext ones) in
+// different gateway groups, while the ServiceAccounts of one namespace
+// share one; without such a rule they all share the Gateways' group.
+func TestDestinationRuleCredentialsSplitGroupsByNamespace(t *testing.T) {
+	dr := config.Config{
+		Meta: config.Meta{Kind: schema.DestinationRule, Namespace: "default", Name: "reviews", CreationTimestamp: created},
+		Spec: &networking.DestinationRule{Host: "reviews.default.svc.cluster.local", TrafficPolicy: &networking.TrafficPolicy{
+			Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_MUTUAL, CredentialName: "client"}}},
+	}
+	id := func(pod, ns string) string {
+		return "router~10.0.0.1~" + pod + "." + ns + "~" + ns + ".svc.cluster.local"
+	}
+	proxies := []struct {
+		id, ns string
+		opts   []grpc.DialOption
+	}{
+		{id("sys-a", "istio-system"), "istio-system", []grpc.DialOption{withIdentity("istio-system", "a")}},
+		{id("sys-b", "istio-system"), "istio-system", []grpc.DialOption{withIdentity("istio-system", "b")}},
+		{id("gw", "tenant"), "tenant", []grpc.DialOption{withIdentity("tenant", "a")}},
+		{id("plain", "istio-system"), "istio-system", nil},
+	}
+	groups := func(cfgs []config.Config) []string {
+		h := newHarness(t, newTestStore(cfgs...))
+		h.syncAndWait()
+		for _, p := range proxies {
+			dial(t, h.addr, node(p.id, p.ns), p.opts...).syncAll()
+		}
+		byID := map[string]string{}
+		for _, p := range h.s.adsz(nil).Proxies {
+			byID[p.ID] = p.GatewayGroup
+		}
+		out := make([]string, len(proxies))
+		for i, p := range proxies {
+			out[i] = byID[p.id]
+		}
+		return out
+	}
+	if g := groups(base()); g[0] == "" || g[0] != g[1] || g[0] != g[2] || g[0] != g[3] {
+		t.Errorf("without credentials the proxies' groups are %q, want one", g)
+	}
+	g := groups(append(base(), dr))
+	if g[0] == "" || g[0] != g[1] || g[0] == g[2] || g[0] == g[3] || g[2] == g[3] {
+		t.Errorf("groups with a DestinationRule credential: %q; want istio-system's two ServiceAccounts together, tenant and plaintext apart", g)
 	}
 }
