@@ -11,9 +11,10 @@ import (
 // CoreGenerator is the default Generator: the translators in
 // pilot/pkg/networking/core and, for proxyless gRPC, grpcgen.
 type CoreGenerator struct {
-	// Secrets holds the certificates of HTTPS Gateway servers
-	// (credentialName); nil serves no Secrets, and such servers are
-	// reported and left out.
+	// Secrets holds the Secrets credentialNames name: certificates and
+	// CAs of Gateway servers and of DestinationRules' upstream TLS; nil
+	// serves no Secrets, and servers needing them are reported and left
+	// out.
 	Secrets model.SecretStore
 }
 
