@@ -269,6 +269,8 @@ func (s *DiscoveryServer) sendWithin(ctx context.Context, typeURL string, send f
 	}
 	done := make(chan error, 1)
 	go func() { done <- send() }()
+	s.sending.Add(1)
+	defer s.sending.Add(-1)
 	t := s.clock.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -73,6 +74,9 @@ type peerLog struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	m     map[peerLogKey]*peerLogEntry
+	// swept is when the map was last swept: at most once a peerLogEvery,
+	// so keys sprayed by a client cost no more than the overflow key.
+	swept time.Time
 }
 
 type peerLogKey struct{ host, msg string }
@@ -99,7 +103,7 @@ func (p *peerLog) allow(addr, msg string) (suppressed int, ok bool) {
 	defer p.mu.Unlock()
 	e := p.m[k]
 	if e == nil {
-		if len(p.m) >= peerLogKeys {
+		if len(p.m) >= peerLogKeys && now.Sub(p.swept) >= peerLogEvery {
 			p.sweepLocked(now)
 		}
 		if len(p.m) >= peerLogKeys {
@@ -123,6 +127,7 @@ func (p *peerLog) allow(addr, msg string) (suppressed int, ok bool) {
 // sweepLocked forgets keys whose allowance is full again: they have
 // been quiet long enough that forgetting them changes nothing.
 func (p *peerLog) sweepLocked(now time.Time) {
+	p.swept = now
 	for k, e := range p.m {
 		e.b.refill(now)
 		if e.b.tokens >= e.b.burst && e.suppressed == 0 {
@@ -135,20 +140,18 @@ func (p *peerLog) sweepLocked(now time.Time) {
 // and message. Client-supplied values in args must be clipped by the
 // caller.
 func (s *DiscoveryServer) warnPeer(addr, msg string, args ...any) {
-	n, ok := s.peerLog.allow(addr, msg)
-	if !ok {
-		s.limitMetrics.suppressed.Inc()
-		return
-	}
-	args = append([]any{"peer", addr}, args...)
-	if n > 0 {
-		args = append(args, "suppressed", n)
-	}
-	s.log.Warn(msg, args...)
+	s.logPeer(slog.LevelWarn, addr, msg, args)
 }
 
 // infoPeer is warnPeer at info level.
 func (s *DiscoveryServer) infoPeer(addr, msg string, args ...any) {
+	s.logPeer(slog.LevelInfo, addr, msg, args)
+}
+
+func (s *DiscoveryServer) logPeer(level slog.Level, addr, msg string, args []any) {
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
 	n, ok := s.peerLog.allow(addr, msg)
 	if !ok {
 		s.limitMetrics.suppressed.Inc()
@@ -158,5 +161,5 @@ func (s *DiscoveryServer) infoPeer(addr, msg string, args ...any) {
 	if n > 0 {
 		args = append(args, "suppressed", n)
 	}
-	s.log.Info(msg, args...)
+	s.log.Log(context.Background(), level, msg, args...)
 }

@@ -78,6 +78,8 @@ type DiscoveryServer struct {
 	limitMetrics *limitMetrics
 	admission    *admission
 	peerLog      *peerLog
+	// sending counts writes waiting in sendWithin (for tests).
+	sending atomic.Int64
 
 	// ctx ends every ADS stream; it is cancelled when Run returns.
 	ctx    context.Context
