@@ -36,16 +36,16 @@ func (s *DiscoveryServer) debugEndpoints() []debugEndpoint {
 }
 
 // RegisterDebug mounts every debug endpoint, readiness, metrics and pprof
-// on mux. pprof is mounted here rather than on http.DefaultServeMux so
+// on mux, each answering GET and HEAD only (ReadOnly). pprof is mounted here rather than on http.DefaultServeMux so
 // nothing else can expose it by accident.
 func (s *DiscoveryServer) RegisterDebug(mux *http.ServeMux) {
 	for _, ep := range s.debugEndpoints() {
-		mux.Handle(ep.path, ep.handler)
+		mux.Handle(ep.path, ReadOnly(ep.handler))
 	}
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/cmdline", ReadOnly(http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", ReadOnly(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", ReadOnly(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", ReadOnly(http.HandlerFunc(pprof.Trace)))
 }
 
 // DebugMux returns a new mux with RegisterDebug's endpoints.

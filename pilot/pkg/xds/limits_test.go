@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -399,5 +400,38 @@ func (c *deltaClient) streamError() error {
 		case <-time.After(wait):
 			c.t.Fatal("stream did not end")
 		}
+	}
+}
+
+// Debug endpoints, metrics and readiness answer GET and HEAD only.
+func TestDebugEndpointsAnswerOnlyGetAndHead(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	h.syncAndWait()
+	for _, ep := range append(h.s.debugEndpoints(), debugEndpoint{path: "/debug/pprof/symbol"}) {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, "TRACE"} {
+			req, err := http.NewRequest(method, h.http.URL+ep.path, strings.NewReader("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s = %d, Allow %q; want 405, GET, HEAD", method, ep.path, resp.StatusCode, resp.Header.Get("Allow"))
+			}
+		}
+		resp, err := http.Head(h.http.URL + ep.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusMethodNotAllowed {
+			t.Errorf("HEAD %s refused", ep.path)
+		}
+	}
+	if code, _ := h.get("/metrics"); code != http.StatusOK {
+		t.Errorf("GET /metrics = %d", code)
 	}
 }
