@@ -194,3 +194,30 @@ func TestRequestNameListsBoundedInBytes(t *testing.T) {
 		t.Errorf("bound 0 keeps %d bytes", got)
 	}
 }
+
+// The codec decodes any bytes exactly as protobuf does: the same error or
+// the same message, whether or not the names are shared.
+func FuzzCodecDecodesAsProtobuf(f *testing.F) {
+	for _, n := range []int{0, 3, minSharedNames, 100} {
+		b, _ := proto.Marshal(edsRequest("gw", n, "1"))
+		f.Add(b)
+	}
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got, want discovery.DiscoveryRequest
+		errGot := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &got)
+		errWant := proto.Unmarshal(data, &want)
+		if (errGot == nil) != (errWant == nil) {
+			t.Fatalf("codec error %v, protobuf error %v", errGot, errWant)
+		}
+		if errGot == nil && !proto.Equal(&got, &want) {
+			t.Fatalf("codec decoded %v, protobuf %v", &got, &want)
+		}
+		var gotD, wantD discovery.DeltaDiscoveryRequest
+		errGot = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &gotD)
+		errWant = proto.Unmarshal(data, &wantD)
+		if (errGot == nil) != (errWant == nil) || (errGot == nil && !proto.Equal(&gotD, &wantD)) {
+			t.Fatalf("delta: codec %v (%v), protobuf %v (%v)", &gotD, errGot, &wantD, errWant)
+		}
+	})
+}
