@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,7 +15,9 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
@@ -167,5 +170,104 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 	t.Logf("heap %d MiB before the stuck streams, %d MiB after they closed", base>>20, after>>20)
 	if after > base+64<<20 {
 		t.Errorf("heap grew from %d MiB to %d MiB after the stuck streams closed", base>>20, after>>20)
+	}
+}
+
+// The gRPC limits apply on the real server: a message over the size bound
+// is refused, a connection carries at most the streams allowed (more wait
+// until one ends), and the debug server answers GET and HEAD only.
+func TestGRPCAndDebugLimits(t *testing.T) {
+	e := &env{t: t, dir: t.TempDir()}
+	for name, data := range baseFiles() {
+		e.write(name, data)
+	}
+	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelWarn),
+		Limits: bootstrap.Limits{MaxRecvMsgBytes: 64 << 10, MaxStreamsPerConnection: 2}})
+
+	conn, err := grpc.NewClient(e.server.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	meta, _ := structpb.NewStruct(map[string]any{"NAMESPACE": "istio-system"})
+	open := func(ctx context.Context, pod string, names ...string) (discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, error) {
+		st, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+		if err != nil {
+			return nil, err
+		}
+		node := &core.Node{Id: "router~127.0.0.1~" + pod + ".istio-system~istio-system.svc.cluster.local", Metadata: meta}
+		return st, st.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: adsc.ClusterType, ResourceNames: names})
+	}
+
+	// 100 KB of names in one request: over 64 KiB.
+	big := make([]string, 2000)
+	for i := range big {
+		big[i] = fmt.Sprintf("outbound|80||name-%04d.example.com", i)
+	}
+	st, err := open(t.Context(), "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&discovery.DiscoveryRequest{TypeUrl: adsc.EndpointType, ResourceNames: big}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := st.Recv(); err != nil {
+			if status.Code(err) != codes.ResourceExhausted {
+				t.Errorf("oversized request ended the stream with %v, want ResourceExhausted", err)
+			}
+			break
+		}
+	}
+
+	// Two streams fill the connection; a third waits for one to end.
+	ctx1, end1 := context.WithCancel(t.Context())
+	defer end1()
+	for i, ctx := range []context.Context{ctx1, t.Context()} {
+		st, err := open(ctx, "multi-"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := make(chan error, 1)
+	go func() {
+		st, err := open(t.Context(), "multi-2")
+		if err == nil {
+			_, err = st.Recv()
+		}
+		third <- err
+	}()
+	select {
+	case err := <-third:
+		t.Fatalf("a third stream on a connection allowing two was served (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+		// Not served while two are open: the absence of an event can
+		// only be observed for a while.
+	}
+	end1()
+	select {
+	case err := <-third:
+		if err != nil {
+			t.Errorf("the third stream, once a place was free: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the third stream was not served after another ended")
+	}
+
+	for _, path := range []string{"/metrics", "/healthz/ready", "/debug/configz", "/debug/pprof/"} {
+		resp, err := http.Post("http://"+e.server.HTTPAddr().String()+path, "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST %s = %d, Allow %q", path, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+		if code, _ := e.get(path); code != http.StatusOK {
+			t.Errorf("GET %s = %d", path, code)
+		}
 	}
 }
