@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -433,5 +434,35 @@ func TestDebugEndpointsAnswerOnlyGetAndHead(t *testing.T) {
 	}
 	if code, _ := h.get("/metrics"); code != http.StatusOK {
 		t.Errorf("GET /metrics = %d", code)
+	}
+}
+
+// A stream sending long made-up name lists leaves at most the shared name
+// lists' byte bound behind once it has closed.
+func TestLongNameListsAreReleasedWhenTheStreamCloses(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	h.syncAndWait()
+	before := heapAfterGC()
+	c := h.connect(nodeID("lists"), ingressLabels)
+	c.syncAll()
+	for l := range 60 {
+		names := make([]string, 30000) // about 1.5 MB a request
+		for i := range names {
+			names[i] = fmt.Sprintf("outbound|8080||made-up-%02d-%06d.example.svc.cluster.local", l, i)
+		}
+		c.subscribe(resource.EndpointType, names...)
+		c.ack(c.next(resource.EndpointType))
+	}
+	c.close()
+	waitUntil(t, "the stream to close", func() bool {
+		h.s.mu.Lock()
+		defer h.s.mu.Unlock()
+		return len(h.s.streams) == 0
+	})
+	after := heapAfterGC()
+	t.Logf("heap %d MiB before, %d MiB after a stream sent 60 name lists of 1.5 MB and closed (shared lists hold %d KiB)",
+		before>>20, after>>20, wire.SharedNamesBytes()>>10)
+	if bound := before + uint64(DefaultLimits.SharedNamesBytes) + 16<<20; after > bound {
+		t.Errorf("heap %d MiB after the stream closed, over %d MiB", after>>20, bound>>20)
 	}
 }
