@@ -54,6 +54,8 @@ type streamState struct {
 	// CreateWatch (or CreateDeltaWatch) call that follows on the same
 	// goroutine; see DiscoveryServer.requests.
 	request any
+	// limits is the stream's share of the server's Limits.
+	limits streamLimits
 }
 
 // typeStatus is one stream's state for one type: the open watch, what was
