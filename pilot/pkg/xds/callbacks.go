@@ -79,7 +79,7 @@ func (s *DiscoveryServer) openStream(ctx context.Context, key streamKey, typeURL
 	if typeURL != resource.AnyType {
 		return grpcstatus.Errorf(codes.Unimplemented, "only aggregated discovery (ADS) is served, not %s", typeURL)
 	}
-	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}, identity: model.IdentityFrom(ctx)}
+	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}, identity: model.IdentityFrom(ctx), cancel: streamCancelFrom(ctx)}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		st.peer = p.Addr.String()
 	}
@@ -187,6 +187,12 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 
 	s.mu.Lock()
 	p := s.proxies[proxy.ID]
+	if p != nil && p.proxy.Identity == nil && proxy.Identity != nil {
+		s.authFailures.Record(p.firstPeer(), security.ReasonIdentityConflict, "unauthenticated streams evicted: their node id was claimed by an authenticated stream",
+			"node", clip(proxy.ID), "identity", proxy.Identity.String())
+		s.evictLocked(p)
+		p = nil
+	}
 	if p != nil && !sameIdentity(p.proxy.Identity, proxy.Identity) {
 		// Proxies are keyed by node id: a stream proving another identity
 		// (or none) must not join, and be served, another's state.

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"context"
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -46,6 +47,9 @@ type streamState struct {
 	// identity is what the client proved on the secure port (from the
 	// stream's context); nil on the plaintext port.
 	identity *model.Identity
+	// cancel ends the stream (see evict.go); nil for streams not opened
+	// through adsService (tests driving the callbacks directly).
+	cancel context.CancelCauseFunc
 	// proxy is nil until the stream's first request has been parsed.
 	proxy *proxyState
 	// types is the protocol state per type URL.

@@ -206,14 +206,18 @@ func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscove
 	if err := a.s.admit(stream.Context()); err != nil {
 		return err
 	}
-	return a.s.sotw.StreamHandler(sotwStream{stream, a.s}, resource.AnyType)
+	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+		return a.s.sotw.StreamHandler(sotwStream{stream, a.s, ctx}, resource.AnyType)
+	})
 }
 
 func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	if err := a.s.admit(stream.Context()); err != nil {
 		return err
 	}
-	return a.s.delta.DeltaStreamHandler(deltaStream{stream, a.s}, resource.AnyType)
+	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+		return a.s.delta.DeltaStreamHandler(deltaStream{stream, a.s, ctx}, resource.AnyType)
+	})
 }
 
 // sotwStream and deltaStream write responses: the shared serialized body
@@ -225,7 +229,11 @@ func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscover
 type sotwStream struct {
 	discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer
 	s *DiscoveryServer
+	// ctx is the stream's context, which evict can end (withStreamCancel).
+	ctx context.Context
 }
+
+func (s sotwStream) Context() context.Context { return s.ctx }
 
 func (s sotwStream) Send(r *discovery.DiscoveryResponse) error {
 	f, err := s.s.wire.sotwFrame(r)
@@ -242,8 +250,11 @@ func (s sotwStream) Send(r *discovery.DiscoveryResponse) error {
 
 type deltaStream struct {
 	discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer
-	s *DiscoveryServer
+	s   *DiscoveryServer
+	ctx context.Context
 }
+
+func (s deltaStream) Context() context.Context { return s.ctx }
 
 func (s deltaStream) Send(r *discovery.DeltaDiscoveryResponse) error {
 	f, err := s.s.wire.deltaFrame(r)
