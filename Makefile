@@ -45,8 +45,14 @@ vet:
 golden:
 	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis -run TestGolden -update
 
+# Each fuzzer runs FUZZTIME: the parser and validators, ADS request
+# handling (SotW and delta sequences over a real gRPC stream), and the
+# request codec that shares name lists.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime 60s
+	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
+	$(GO) test ./pilot/pkg/xds -run '^$$' -fuzz '^FuzzADSRequests$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pilot/pkg/xds/wire -run '^$$' -fuzz '^FuzzCodecDecodesAsProtobuf$$' -fuzztime $(FUZZTIME)
 
 docker:
 	docker build -t wayfinder/pilot-discovery:dev .

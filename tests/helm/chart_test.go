@@ -228,7 +228,7 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 	args := strs(c["args"])
 	for _, want := range []string{
 		"--watch-namespaces=shop,web", "--ingress-class=nginx", "--ingress-service=gw/edge", "--disable-ingress",
-		"--secure-grpc-addr=:15012", "--tls-cert-file=/etc/wayfinder/tls/tls.crt", "--tls-key-file=/etc/wayfinder/tls/tls.key",
+		"--tls-cert-file=/etc/wayfinder/tls/tls.crt", "--tls-key-file=/etc/wayfinder/tls/tls.key",
 		"--client-ca-file=/etc/wayfinder/client-ca/ca.crt", "--tls-san=xds.example.com", "--token-audiences=wayfinder",
 		"--debug-admin-namespaces=ops",
 	} {
@@ -236,8 +236,16 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 			t.Errorf("args %v lack %s", args, want)
 		}
 	}
-	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--grpc-addr") }) {
+	if hasFlag(args, "--grpc-addr") {
 		t.Errorf("plaintextGRPC=false but args %v keep --grpc-addr", args)
+	}
+	// :15012 is the server's default, as manifests/base relies on.
+	if hasFlag(args, "--secure-grpc-addr") {
+		t.Errorf("security on but args %v set --secure-grpc-addr", args)
+	}
+	mounts := fmt.Sprint(c["volumeMounts"])
+	if !strings.Contains(mounts, "mountPath:/etc/wayfinder/tls name:tls") || !strings.Contains(mounts, "mountPath:/etc/wayfinder/client-ca name:client-ca") {
+		t.Errorf("volumeMounts %v", mounts)
 	}
 	if mem, _, _ := unstructured.NestedString(c, "resources", "limits", "memory"); mem != "2Gi" {
 		t.Errorf("memory limit %q", mem)
@@ -250,20 +258,19 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 	if len(vols) != 2 || fmt.Sprint(vols) != "[map[name:tls secret:map[secretName:wf-tls]] map[name:client-ca secret:map[secretName:wf-client-ca]]]" {
 		t.Errorf("volumes %v", vols)
 	}
-	ports, _, _ := unstructured.NestedSlice(objs["Service/"+namespace+"/pilot-discovery"], "spec", "ports")
-	var names []string
-	for _, p := range ports {
-		names = append(names, fmt.Sprintf("%v:%v", p.(map[string]any)["name"], p.(map[string]any)["port"]))
+	// 15010 stays declared (not served without --grpc-addr), as in manifests/base.
+	if got, want := servicePorts(t, objs), []string{"grpc-xds:15010", "grpc-xds-tls:15012", "http-monitoring:15014"}; !slices.Equal(got, want) {
+		t.Errorf("Service ports %v, want %v", got, want)
 	}
-	if !slices.Equal(names, []string{"grpc-xds-tls:15012", "http-monitoring:15014"}) {
-		t.Errorf("Service ports %v, want the secure port and monitoring only", names)
+	if got, want := containerPorts(t, objs), []string{"grpc-xds:15010", "grpc-xds-tls:15012", "http-monitoring:15014"}; !slices.Equal(got, want) {
+		t.Errorf("container ports %v, want %v", got, want)
 	}
 	cr := fmt.Sprint(objs["ClusterRole//wayfinder-pilot-discovery"]["rules"])
 	if !strings.Contains(cr, "tokenreviews") || !strings.Contains(cr, "subjectaccessreviews") {
 		t.Errorf("ClusterRole rules lack token and access reviews: %s", cr)
 	}
 	// A given certificate needs no CA Secret: no access to Secrets or ConfigMaps.
-	if role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"]); strings.Contains(role, "configmaps") {
+	if role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"]); strings.Contains(role, "configmaps") || strings.Contains(role, "secrets") {
 		t.Errorf("Role with a given certificate: %s", role)
 	}
 	if m := num(objs["PodDisruptionBudget/"+namespace+"/pilot-discovery"], "spec", "minAvailable"); m != 2 {
@@ -274,10 +281,10 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 		t.Errorf("ServiceMonitor %v", sm)
 	}
 
-	// Self-signed CA: the Role may keep its Secret and ConfigMap; the
-	// autoscaler owns the replica count.
+	// Self-signed CA (security is on by default): the Role may keep its
+	// Secret and ConfigMap; the autoscaler owns the replica count.
 	objs, _ = render(t, `
-security: {enabled: true}
+security: {plaintextGRPC: true}
 autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 7}
 `)
 	role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"])
@@ -285,8 +292,11 @@ autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 7}
 		t.Errorf("Role with a self-signed CA: %s", role)
 	}
 	args = strs(container(t, objs)["args"])
-	if !slices.Contains(args, "--grpc-addr=:15010") || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--tls-cert-file") }) {
+	if !slices.Contains(args, "--grpc-addr=:15010") || hasFlag(args, "--tls-cert-file") || hasFlag(args, "--secure-grpc-addr") {
 		t.Errorf("self-signed args %v", args)
+	}
+	if v, found, _ := unstructured.NestedFieldNoCopy(objs["Deployment/"+namespace+"/pilot-discovery"], "spec", "template", "spec", "volumes"); found {
+		t.Errorf("self-signed CA mounts volumes %v", v)
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(objs["Deployment/"+namespace+"/pilot-discovery"], "spec", "replicas"); found {
 		t.Error("replicas set although the HorizontalPodAutoscaler owns it")
@@ -294,6 +304,74 @@ autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 7}
 	if mx := num(objs["HorizontalPodAutoscaler/"+namespace+"/pilot-discovery"], "spec", "maxReplicas"); mx != 7 {
 		t.Errorf("HorizontalPodAutoscaler maxReplicas %v", mx)
 	}
+}
+
+// Security off: no secure port, plaintext ADS on 15010, no CA Secret and
+// no access reviews, and certificate values ignored; the debug endpoints
+// still take tokens, so TokenReviews stay granted.
+func TestValuesSecurityOff(t *testing.T) {
+	objs, _ := render(t, `
+security:
+  enabled: false
+  tls: {certSecret: wf-tls, clientCASecret: wf-client-ca, sans: [xds.example.com]}
+  tokenAudiences: [wayfinder]
+  debug: {adminNamespaces: [ops]}
+`)
+	args := strs(container(t, objs)["args"])
+	for _, want := range []string{"--secure-grpc-addr=", "--grpc-addr=:15010", "--debug-admin-namespaces=ops"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %v lack %s", args, want)
+		}
+	}
+	for _, unwanted := range []string{"--tls-cert-file", "--tls-key-file", "--client-ca-file", "--tls-san", "--token-audiences"} {
+		if hasFlag(args, unwanted) {
+			t.Errorf("security off but args %v have %s", args, unwanted)
+		}
+	}
+	want := []string{"grpc-xds:15010", "http-monitoring:15014"}
+	if got := servicePorts(t, objs); !slices.Equal(got, want) {
+		t.Errorf("Service ports %v, want %v", got, want)
+	}
+	if got := containerPorts(t, objs); !slices.Equal(got, want) {
+		t.Errorf("container ports %v, want %v", got, want)
+	}
+	d := objs["Deployment/"+namespace+"/pilot-discovery"]
+	if v, found, _ := unstructured.NestedFieldNoCopy(d, "spec", "template", "spec", "volumes"); found {
+		t.Errorf("security off mounts volumes %v", v)
+	}
+	cr := fmt.Sprint(objs["ClusterRole//wayfinder-pilot-discovery"]["rules"])
+	if !strings.Contains(cr, "tokenreviews") || strings.Contains(cr, "subjectaccessreviews") {
+		t.Errorf("ClusterRole with security off, want tokenreviews and no subjectaccessreviews: %s", cr)
+	}
+	role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"])
+	if strings.Contains(role, "secrets") || strings.Contains(role, "configmaps") || !strings.Contains(role, "leases") {
+		t.Errorf("Role with security off: %s", role)
+	}
+}
+
+// hasFlag reports whether args set flag (with or without a value).
+func hasFlag(args []string, flag string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
+}
+
+func portNames(ports []any, field string) []string {
+	var names []string
+	for _, p := range ports {
+		names = append(names, fmt.Sprintf("%v:%v", p.(map[string]any)["name"], p.(map[string]any)[field]))
+	}
+	return names
+}
+
+func servicePorts(t *testing.T, objs map[string]object) []string {
+	t.Helper()
+	ports, _, _ := unstructured.NestedSlice(objs["Service/"+namespace+"/pilot-discovery"], "spec", "ports")
+	return portNames(ports, "port")
+}
+
+func containerPorts(t *testing.T, objs map[string]object) []string {
+	t.Helper()
+	ports, _ := container(t, objs)["ports"].([]any)
+	return portNames(ports, "containerPort")
 }
 
 // The default rendering, and one with every option the test API server
@@ -304,10 +382,12 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, vals := range []string{"", `
-security: {enabled: true, tls: {certSecret: wf-tls, sans: [xds.example.com]}, tokenAudiences: [wayfinder], debug: {adminNamespaces: [ops]}}
+security: {plaintextGRPC: true, tls: {certSecret: wf-tls, clientCASecret: wf-client-ca, sans: [xds.example.com]}, tokenAudiences: [wayfinder], debug: {adminNamespaces: [ops]}}
 podDisruptionBudget: {enabled: true}
 autoscaling: {enabled: true}
 watchNamespaces: [default]
+`, `
+security: {enabled: false}
 `} {
 		objs, docs := render(t, vals)
 		if _, err := c.Apply(ctx, harness.ApplyOptions{}, docs[0]); err != nil { // the Namespace

@@ -37,6 +37,7 @@ func run() int {
 	flag.BoolVar(&o.EagerLDS, "eager-lds", false, "request LDS with CDS instead of after the endpoints (Envoy waits)")
 	flag.StringVar(&o.DumpDir, "dump-dir", "", "write gateway 0's ACKed responses here (cold/ and update/), for the floor server")
 	flag.DurationVar(&o.BackoffBase, "backoff-base", 500*time.Millisecond, "reconnect backoff base (Envoy's default)")
+	flag.IntVar(&o.Stuck, "stuck", 0, "also open this many gateways that never read (hostile or broken clients), to measure what they cost the others")
 	flag.DurationVar(&o.BackoffMax, "backoff-max", 30*time.Second, "reconnect backoff ceiling (Envoy's default)")
 	configDir := flag.String("config-dir", "", "workload folder; the update rewrites one VirtualService in it")
 	services := flag.Int("services", 0, "N of the workload in --config-dir (required with it)")

@@ -61,6 +61,8 @@ type Options struct {
 	ConfigEmptyGrace time.Duration
 	// Debounce merges config changes that arrive close together.
 	Debounce debounce.Options
+	// Limits bound what clients can cost (gRPC and per ADS stream).
+	Limits Limits
 	// ShutdownGrace bounds how long shutdown waits for streams to close.
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
@@ -77,6 +79,9 @@ type Options struct {
 func (o *Options) validate() error {
 	if o.ConfigDir != "" && (o.Kubeconfig != "" || o.KubeRESTConfig != nil) {
 		return errors.New("--config-dir and --kubeconfig are both set: Wayfinder reads one config source, a folder (file mode) or a Kubernetes cluster; drop one")
+	}
+	if err := o.Limits.validate(); err != nil {
+		return err
 	}
 	if o.ConfigDir != "" && len(o.WatchNamespaces) > 0 {
 		return errors.New("--watch-namespaces applies to Kubernetes mode only; it cannot be used with --config-dir")
@@ -116,6 +121,7 @@ func (o *Options) applyDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.Limits.applyDefaults()
 }
 
 // SecretReviewOptions are the timings of the SubjectAccessReview cache

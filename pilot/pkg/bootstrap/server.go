@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/keepalive"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -56,6 +55,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		Logger:   opts.Logger,
 		Registry: registry,
 		Replica:  opts.PodName,
+		Limits:   opts.Limits.XDS,
 	}
 	var (
 		store model.ConfigStoreController
@@ -104,16 +104,7 @@ func NewServer(opts Options) (s *Server, err error) {
 	}
 	s = &Server{opts: opts, store: store, kube: kube, discovery: ds, sec: sec, ready: make(chan struct{})}
 
-	// Envoy keeps ADS streams open for hours; keepalives find dead peers.
-	grpcOpts := []grpc.ServerOption{
-		grpc.MaxConcurrentStreams(100000),
-		// Configs are megabytes per gateway: 256 KiB writes take an eighth
-		// of the write syscalls of gRPC's 32 KiB default, and a shared
-		// buffer is held only while a connection is writing.
-		grpc.WriteBufferSize(256 << 10), grpc.SharedWriteBuffer(true),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	}
+	grpcOpts := grpcServerOptions(opts.Limits)
 	if opts.GRPCAddr != "" {
 		s.grpc = grpc.NewServer(append(slices.Clone(grpcOpts), opts.GRPCServerOptions...)...)
 		ds.Register(s.grpc)
@@ -128,7 +119,7 @@ func NewServer(opts Options) (s *Server, err error) {
 
 	mux := http.NewServeMux()
 	ds.RegisterDebug(mux)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: xds.ReadOnly(mux), ReadHeaderTimeout: 10 * time.Second}
 
 	for _, k := range schema.Kinds() {
 		store.RegisterEventHandler(k, s.onConfigEvent)

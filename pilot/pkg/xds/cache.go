@@ -55,6 +55,10 @@ func (s *DiscoveryServer) openWatch(req any, w *watch) (func(), error) {
 	} else {
 		typeURL = w.deltaReq.GetTypeUrl()
 	}
+	if n := len(w.sub.SubscribedResources()); exceeds(n, s.limits.MaxSubscribedNames) {
+		return nil, s.limitExceeded(st.peer, limitSubscribed, "the stream subscribes to more names of one type than allowed",
+			"type", clip(typeURL), "names", n)
+	}
 	w.st, w.ts = st, st.typeStatus(typeURL)
 	w.ts.watch = w
 	if r := w.deltaReq; r != nil && len(r.GetResourceNamesSubscribe())+len(r.GetResourceNamesUnsubscribe()) > 0 {
@@ -139,7 +143,7 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 	select {
 	case w.sotwCh <- &cache.PassthroughResponse{Request: req, DiscoveryResponse: resp}:
 	default:
-		s.log.Error("ADS response channel full; response dropped", "proxy", w.st.proxy.proxy.ID, "type", shortType(ts.typeURL))
+		s.log.Error("ADS response channel full; response dropped", "proxy", clip(w.st.proxy.proxy.ID), "type", clip(shortType(ts.typeURL)))
 	}
 }
 
@@ -306,7 +310,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	select {
 	case w.deltaCh <- &cache.DeltaPassthroughResponse{DeltaRequest: w.deltaReq, NextVersionMap: next, DeltaDiscoveryResponse: resp}:
 	default:
-		s.log.Error("delta ADS response channel full; response dropped", "proxy", w.st.proxy.proxy.ID, "type", shortType(ts.typeURL))
+		s.log.Error("delta ADS response channel full; response dropped", "proxy", clip(w.st.proxy.proxy.ID), "type", clip(shortType(ts.typeURL)))
 	}
 }
 

@@ -46,12 +46,19 @@ func (c callbacks) OnDeltaStreamClosed(id int64, _ *core.Node) {
 // ACKs and NACKs, and hands the request to the cache. Returning an error
 // ends the stream with it.
 func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
+	if err := c.s.limitRequest(streamKey{id: id}, req.GetTypeUrl(), len(req.GetResourceNames())); err != nil {
+		return err
+	}
 	return c.s.onRequest(streamKey{id: id}, req, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetVersionInfo(), req.GetErrorDetail())
 }
 
 // OnStreamDeltaRequest is OnStreamRequest for delta streams. Delta requests
 // carry no version; an ACK or NACK refers to the response by nonce.
 func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
+	names := len(req.GetResourceNamesSubscribe()) + len(req.GetResourceNamesUnsubscribe()) + len(req.GetInitialResourceVersions())
+	if err := c.s.limitRequest(streamKey{delta: true, id: id}, req.GetTypeUrl(), names); err != nil {
+		return err
+	}
 	return c.s.onRequest(streamKey{delta: true, id: id}, req, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), "", req.GetErrorDetail())
 }
 
@@ -72,7 +79,7 @@ func (s *DiscoveryServer) openStream(ctx context.Context, key streamKey, typeURL
 	if typeURL != resource.AnyType {
 		return grpcstatus.Errorf(codes.Unimplemented, "only aggregated discovery (ADS) is served, not %s", typeURL)
 	}
-	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}, identity: model.IdentityFrom(ctx)}
+	st := &streamState{key: key, openedAt: s.clock.Now(), types: map[string]*typeStatus{}, identity: model.IdentityFrom(ctx), cancel: streamCancelFrom(ctx)}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		st.peer = p.Addr.String()
 	}
@@ -108,7 +115,7 @@ func (s *DiscoveryServer) closeStream(key streamKey) {
 	}
 	delete(s.proxies, p.proxy.ID)
 	s.metrics.connected.Set(float64(len(s.proxies)))
-	s.log.Info("proxy disconnected", "proxy", p.proxy.ID, "connected", s.clock.Since(p.connectedAt))
+	s.infoPeer(st.peer, "proxy disconnected", "proxy", clip(p.proxy.ID), "connected", s.clock.Since(p.connectedAt))
 }
 
 func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typeURL, nonce, version string, errDetail *status.Status) error {
@@ -122,18 +129,18 @@ func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typ
 		s.mu.Unlock()
 		proxy, err := model.ParseProxy(node)
 		if err != nil {
-			s.log.Warn("ADS stream rejected: invalid node", "node", node.GetId(), "peer", st.peer, "err", err)
-			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", node.GetId(), err)
+			s.warnPeer(st.peer, "ADS stream rejected: invalid node", "node", clip(node.GetId()), "err", clip(err.Error()))
+			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", clip(node.GetId()), clip(err.Error()))
 		}
 		if err := checkClaims(proxy, node, st.identity); err != nil {
 			s.authFailures.Record(st.peer, security.ReasonNamespaceMismatch, "node claims another namespace",
-				"node", truncateID(node.GetId()), "identity", st.identity.String(), "err", err)
+				"node", clip(node.GetId()), "identity", st.identity.String(), "err", err)
 			return err
 		}
 		proxy.Identity = st.identity
 		if err := s.connect(st, proxy); err != nil {
 			s.authFailures.Record(st.peer, security.ReasonIdentityConflict, "node id taken by another identity",
-				"node", truncateID(node.GetId()), "identity", st.identity.String())
+				"node", clip(node.GetId()), "identity", st.identity.String())
 			return err
 		}
 		s.mu.Lock()
@@ -152,7 +159,7 @@ func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typ
 }
 
 func (s *DiscoveryServer) onResponse(key streamKey, typeURL, version, nonce string, size int, match func(*inflight) bool) {
-	t := shortType(typeURL)
+	t := metricType(typeURL)
 	s.metrics.pushes.WithLabelValues(t).Inc()
 	s.metrics.configSize.WithLabelValues(t).Observe(float64(size))
 	s.mu.Lock()
@@ -180,18 +187,24 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 
 	s.mu.Lock()
 	p := s.proxies[proxy.ID]
+	if p != nil && p.proxy.Identity == nil && proxy.Identity != nil {
+		s.authFailures.Record(p.firstPeer(), security.ReasonIdentityConflict, "unauthenticated streams evicted: their node id was claimed by an authenticated stream",
+			"node", clip(proxy.ID), "identity", proxy.Identity.String())
+		s.evictLocked(p)
+		p = nil
+	}
 	if p != nil && !sameIdentity(p.proxy.Identity, proxy.Identity) {
 		// Proxies are keyed by node id: a stream proving another identity
 		// (or none) must not join, and be served, another's state.
 		s.mu.Unlock()
 		return grpcstatus.Errorf(codes.PermissionDenied, "node %q is connected as %s; this stream authenticated as %s",
-			truncateID(proxy.ID), p.proxy.Identity.String(), proxy.Identity.String())
+			clip(proxy.ID), p.proxy.Identity.String(), proxy.Identity.String())
 	}
 	if p == nil {
 		p = &proxyState{proxy: proxy, connectedAt: s.clock.Now(), streams: map[streamKey]*streamState{}, pending: map[string]pendingChange{}}
 		s.proxies[proxy.ID] = p
 		s.metrics.connected.Set(float64(len(s.proxies)))
-		s.log.Info("proxy connected", "proxy", proxy.ID, "peer", st.peer, "namespace", proxy.Namespace, "labels", proxy.Labels,
+		s.infoPeer(st.peer, "proxy connected", "proxy", clip(proxy.ID), "namespace", clip(proxy.Namespace), "labels", clipAll(proxy.Labels),
 			"delta", st.key.delta, "proxyless", IsProxyless(proxy))
 	}
 	p.streams[st.key] = st
@@ -214,15 +227,6 @@ func sameIdentity(a, b *model.Identity) bool {
 		return a == b
 	}
 	return a.Namespace == b.Namespace && a.ServiceAccount == b.ServiceAccount
-}
-
-// truncateID bounds a client-supplied node id in errors and logs.
-func truncateID(id string) string {
-	const max = 256
-	if len(id) <= max {
-		return id
-	}
-	return id[:max] + "...(truncated)"
 }
 
 // trackRequestLocked interprets a request against what the stream was
@@ -264,27 +268,29 @@ func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, ve
 			s.metrics.convergence.Observe(ts.ackedAt.Sub(pc.since).Seconds())
 			delete(p.pending, typeURL)
 		}
-		s.log.Debug("ACK", "proxy", p.proxy.ID, "type", shortType(typeURL), "version", ts.ackedVersion)
+		s.log.Debug("ACK", "proxy", clip(p.proxy.ID), "type", clip(shortType(typeURL)), "version", clip(ts.ackedVersion))
 	}
 }
 
 // recordNackLocked logs and counts a rejection and keeps it for syncz.
 func (s *DiscoveryServer) recordNackLocked(st *streamState, ts *typeStatus, version, nonce, keeps string, detail *status.Status) {
-	ts.lastNack = &nackRecord{version: version, nonce: nonce, message: detail.GetMessage(), code: detail.GetCode(), at: s.clock.Now()}
-	s.metrics.rejects.WithLabelValues(shortType(ts.typeURL)).Inc()
+	// The message is the client's: kept for syncz up to a bound.
+	ts.lastNack = &nackRecord{version: clipTo(version, maxLoggedBytes), nonce: clip(nonce), message: clipTo(detail.GetMessage(), maxKeptNackBytes),
+		code: detail.GetCode(), at: s.clock.Now()}
+	s.metrics.rejects.WithLabelValues(metricType(ts.typeURL)).Inc()
 	p := st.proxy
 	if pc, ok := p.pending[ts.typeURL]; ok && pc.version == version {
 		delete(p.pending, ts.typeURL) // it will not converge on a version it rejected
 	}
 	v := version
 	if v == "" {
-		v = fmt.Sprintf("unknown (stale nonce %s)", nonce)
+		v = fmt.Sprintf("unknown (stale nonce %s)", clip(nonce))
 	}
 	if st.key.delta {
 		keeps = ts.ackedVersion
 	}
-	s.log.Warn("proxy rejected config (NACK)", "proxy", p.proxy.ID, "type", shortType(ts.typeURL), "version", v,
-		"keeps", keeps, "delta", st.key.delta, "error", detail.GetMessage())
+	s.warnPeer(st.peer, "proxy rejected config (NACK)", "proxy", clip(p.proxy.ID), "type", clip(shortType(ts.typeURL)), "version", clip(v),
+		"keeps", clip(keeps), "delta", st.key.delta, "error", clip(detail.GetMessage()))
 }
 
 // checkClaims refuses a proxy whose claimed namespace (node id and NAMESPACE
@@ -307,7 +313,7 @@ func checkClaims(proxy *model.Proxy, node *core.Node, id *model.Identity) error 
 	for _, c := range claims {
 		if c.ns != "" && c.ns != id.Namespace {
 			return grpcstatus.Errorf(codes.PermissionDenied, "node %q claims namespace %q (%s) but authenticated as %s, namespace %q",
-				truncateID(node.GetId()), truncateID(c.ns), c.where, id.String(), id.Namespace)
+				clip(node.GetId()), clip(c.ns), c.where, id.String(), id.Namespace)
 		}
 	}
 	return nil

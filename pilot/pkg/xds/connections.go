@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"context"
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -46,6 +47,9 @@ type streamState struct {
 	// identity is what the client proved on the secure port (from the
 	// stream's context); nil on the plaintext port.
 	identity *model.Identity
+	// cancel ends the stream (see evict.go); nil for streams not opened
+	// through adsService (tests driving the callbacks directly).
+	cancel context.CancelCauseFunc
 	// proxy is nil until the stream's first request has been parsed.
 	proxy *proxyState
 	// types is the protocol state per type URL.
@@ -54,6 +58,8 @@ type streamState struct {
 	// CreateWatch (or CreateDeltaWatch) call that follows on the same
 	// goroutine; see DiscoveryServer.requests.
 	request any
+	// limits is the stream's share of the server's Limits.
+	limits streamLimits
 }
 
 // typeStatus is one stream's state for one type: the open watch, what was

@@ -39,19 +39,19 @@ func (s *DiscoveryServer) debugEndpoints() []debugEndpoint {
 }
 
 // RegisterDebug mounts every debug endpoint, readiness, metrics and pprof
-// on mux. pprof is mounted here rather than on http.DefaultServeMux so
+// on mux, each answering GET and HEAD only (ReadOnly). pprof is mounted here rather than on http.DefaultServeMux so
 // nothing else can expose it by accident.
 func (s *DiscoveryServer) RegisterDebug(mux *http.ServeMux) {
 	for _, ep := range s.debugEndpoints() {
-		mux.Handle(ep.path, s.guard(ep.access, ep.handler))
+		mux.Handle(ep.path, ReadOnly(s.guard(ep.access, ep.handler)))
 	}
-	mux.Handle("/debug/pprof/cmdline", s.guard(accessAdmin, pprof.Cmdline))
-	mux.Handle("/debug/pprof/profile", s.guard(accessAdmin, pprof.Profile))
-	mux.Handle("/debug/pprof/symbol", s.guard(accessAdmin, pprof.Symbol))
-	mux.Handle("/debug/pprof/trace", s.guard(accessAdmin, pprof.Trace))
+	mux.Handle("/debug/pprof/cmdline", ReadOnly(s.guard(accessAdmin, pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", ReadOnly(s.guard(accessAdmin, pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", ReadOnly(s.guard(accessAdmin, pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", ReadOnly(s.guard(accessAdmin, pprof.Trace)))
 	// Any other path (a 404 from the mux) is answered only after
 	// authentication, so unknown paths tell an anonymous caller nothing.
-	mux.Handle("/", s.guard(accessAdmin, http.NotFound))
+	mux.Handle("/", ReadOnly(s.guard(accessAdmin, http.NotFound)))
 }
 
 // DebugMux returns a new mux with RegisterDebug's endpoints.

@@ -122,16 +122,33 @@
 //   - Per typeSet: the serialized bodies of responses cut from it (at most
 //     eight per protocol), shared by every stream sent them.
 //   - Per send: a response envelope referencing shared Anys and a body,
-//     and the few bytes of the nonce field. Options.MaxConcurrentSends
-//     (default 100) bounds concurrent writes across streams; go-control-
-//     plane has no hook for it, so the streams it is given take a slot per
-//     Send.
+//     and the few bytes of the nonce field, queued in gRPC until the
+//     client reads it (one at a time per stream: see Hostile clients).
+//   - Request name lists shared between streams (package wire): bounded in
+//     bytes (Limits.SharedNamesBytes).
+//
+// # Hostile clients
+//
+// Limits (limits.go) bound what a client can cost. gRPC-Go's SendMsg
+// queues a message while the stream has write quota and blocks once the
+// client stops taking bytes (flow control): each write runs on its own
+// goroutine and waits at most Limits.SendTimeout, after which the stream
+// is closed (pilot_xds_write_timeout); returning from the handler makes
+// gRPC cancel the stream, which ends the blocked write. No lock or shared
+// slot is held while a write waits, so a stream that does not read never
+// delays another. Each request is checked against the stream's token
+// bucket, the names it carries and the types the stream asks for before
+// anything else sees it; a delta subscription's size when its watch opens.
+// New streams wait for a server-wide token (queued, never refused).
+// Client-supplied strings are clipped in logs, and lines about a client
+// are rate-limited per client host (logsafe.go).
 //
 // # Metrics
 //
 // Istio's pilot_ name is used wherever Istio has a metric with the same
 // meaning, so existing dashboards work; metrics Istio has no counterpart for
-// are named wayfinder_. The xDS type label is cds, eds, lds, rds or sds.
+// are named wayfinder_. The xDS type label is cds, eds, lds, rds, sds, or
+// other for any type URL a client made up (labels never take client values).
 //
 //	pilot_xds_pushes{type}              counter   responses sent to proxies (SotW and delta)
 //	pilot_xds                           gauge     connected proxies (distinct node ids)
@@ -145,6 +162,11 @@
 //	wayfinder_xds_marshal_total{type}   counter   resources marshaled into a new shared Any
 //	wayfinder_xds_response_encodings_total{type} counter responses serialized (once per distinct
 //	                                    content, shared by every stream sent it)
+//	pilot_xds_write_timeout             counter   streams closed: a response not read within the send timeout
+//	wayfinder_xds_limit_exceeded_total{limit} counter streams closed for a limit: request_rate,
+//	                                    request_names, subscribed_names, types_per_stream, type_url_length
+//	wayfinder_xds_stream_admission_wait_seconds histogram how long new streams queued for admission
+//	wayfinder_log_lines_suppressed_total counter  repeated log lines about a client left out
 //	wayfinder_config_errors{kind,origin,severity} gauge  current config problems; origin is
 //	                                    "source" (files, validation) or "translation"; kind is the
 //	                                    Istio kind at fault or "none"; severity "error" or "warning"

@@ -60,8 +60,14 @@ type harness struct {
 
 func newHarness(t *testing.T, store *testStore) *harness {
 	t.Helper()
+	return newHarnessWith(t, store, nil)
+}
+
+// newHarnessWith is newHarness with the server's options changed by edit.
+func newHarnessWith(t *testing.T, store *testStore, edit func(*Options)) *harness {
+	t.Helper()
 	h := &harness{t: t, store: store, gen: &fakeGenerator{}, clock: clocktesting.NewFakeClock(t0), registry: prometheus.NewRegistry()}
-	h.s = NewDiscoveryServer(Options{
+	opts := Options{
 		Store:     store,
 		Errors:    store,
 		Generator: h.gen,
@@ -71,7 +77,11 @@ func newHarness(t *testing.T, store *testStore) *harness {
 		Logger:   testLogger(t),
 		Registry: h.registry,
 		Clock:    h.clock,
-	})
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	h.s = NewDiscoveryServer(opts)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

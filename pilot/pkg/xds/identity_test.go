@@ -128,3 +128,33 @@ func TestClaimsMustMatchTheVerifiedIdentity(t *testing.T) {
 		t.Errorf("a viewer of namespace tenant sees %d proxies in syncz, want 1", got)
 	}
 }
+
+// An unauthenticated client that took a gateway's node id first (on the
+// plaintext port) cannot keep the authenticated gateway out: the verified
+// stream evicts it and is served.
+func TestAuthenticatedStreamEvictsUnauthenticatedSquatter(t *testing.T) {
+	h := newHarness(t, newTestStore(base()...))
+	h.syncAndWait()
+	addr := identityServer(t, h)
+
+	id := "router~10.0.0.1~gw.tenant~tenant.svc.cluster.local"
+	squatter := dial(t, h.addr, node(id, "tenant"))
+	squatter.syncAll()
+
+	gw := dial(t, addr, node(id, "tenant"), asIdentity("tenant/gw"))
+	gw.syncAll()
+
+	if err := squatter.streamError(); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "claimed by an authenticated stream") {
+		t.Errorf("the unauthenticated stream after an authenticated one claimed its node id: %v, want it closed with PermissionDenied", err)
+	}
+	az := h.s.adsz(nil)
+	if az.TotalProxies != 1 || az.Proxies[0].Identity != "ns/tenant/sa/gw (token)" || len(az.Proxies[0].Streams) != 1 {
+		t.Errorf("adsz = %+v, want the node held by ns/tenant/sa/gw with its one stream", az)
+	}
+	// The squatter coming back unauthenticated is refused, not the gateway.
+	again := dial(t, h.addr, node(id, "tenant"))
+	again.subscribe(resource.ClusterType)
+	if err := again.streamError(); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("unauthenticated reconnect for a node held by a verified identity: %v, want PermissionDenied", err)
+	}
+}

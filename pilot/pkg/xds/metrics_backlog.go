@@ -14,7 +14,7 @@ var (
 	pendingDesc = prometheus.NewDesc("wayfinder_xds_pending_proxies",
 		"Proxies given a config change they have not ACKed yet, by type: the convergence backlog.", []string{"type"}, nil)
 	sendsDesc = prometheus.NewDesc("wayfinder_xds_sends_in_flight",
-		"Responses being written to ADS streams now (bounded by the server's send limit).", nil, nil)
+		"Responses being written to ADS streams now (each bounded by the send timeout).", nil, nil)
 )
 
 func (c backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pendingDesc; ch <- sendsDesc }
@@ -31,5 +31,5 @@ func (c backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range servedTypes {
 		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(counts[t]), shortType(t))
 	}
-	ch <- prometheus.MustNewConstMetric(sendsDesc, prometheus.GaugeValue, float64(len(c.s.sends)))
+	ch <- prometheus.MustNewConstMetric(sendsDesc, prometheus.GaugeValue, float64(c.s.sending.Load()))
 }

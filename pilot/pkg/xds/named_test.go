@@ -1,14 +1,11 @@
 package xds
 
 import (
-	"context"
 	"slices"
 	"testing"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -198,26 +195,5 @@ func TestEndpointsOnlyPushRebuildsAndSendsOnlyEDS(t *testing.T) {
 	st := syncOf(t, h, nodeID("a"), "cds")
 	if st.SnapshotVersion != first[resource.ClusterType].GetVersionInfo() {
 		t.Errorf("cluster version changed on an endpoints-only push: %+v", st)
-	}
-}
-
-// A full send bound makes a writer wait until a slot is free or its stream
-// ends.
-func TestSendBoundWaitsForASlot(t *testing.T) {
-	sem := make(chan struct{}, 1)
-	if err := acquire(context.Background(), sem); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := acquire(ctx, sem); status.Code(err) != codes.Canceled {
-		t.Errorf("acquire on a full bound with an ended stream = %v, want Canceled", err)
-	}
-	release(sem)
-	if err := acquire(context.Background(), sem); err != nil || len(sem) != 1 {
-		t.Errorf("acquire after release = %v, %d slots taken", err, len(sem))
-	}
-	if err := acquire(context.Background(), nil); err != nil {
-		t.Errorf("no bound: %v", err)
 	}
 }

@@ -64,6 +64,16 @@ func shortType(typeURL string) string {
 	return typeURL
 }
 
+// metricType names a type URL for metric labels: one of the served types'
+// short names, or "other" for any type a client made up, so clients cannot
+// create label values (and series) at will.
+func metricType(typeURL string) string {
+	if n, ok := typeNames[typeURL]; ok {
+		return n
+	}
+	return "other"
+}
+
 // typeIndex returns the index of a served type URL.
 func typeIndex(typeURL string) (int, bool) {
 	i := slices.Index(servedTypes, typeURL)

@@ -14,11 +14,11 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -54,11 +54,6 @@ type Options struct {
 	// of a proxy's own namespace need no authorizer, and a proxy without a
 	// verified identity gets none.
 	SecretAuthorizer model.SecretAuthorizer
-	// MaxConcurrentSends bounds how many responses are written to ADS
-	// streams at once, across all streams (each write holds a marshaled
-	// response in gRPC's buffers until the peer takes it). Zero means 100;
-	// a negative value means no bound.
-	MaxConcurrentSends int
 	// Replica names this server (its pod name) in /debug/version.
 	Replica string
 	// DebugAuth, when set, authenticates debug requests (Kubernetes mode):
@@ -68,6 +63,8 @@ type Options struct {
 	// namespace claim that is not theirs, a node id taken by another
 	// identity); nil does neither.
 	AuthFailures *security.Failures
+	// Limits bound what one client can cost; zero fields are defaults.
+	Limits Limits
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -91,12 +88,18 @@ type DiscoveryServer struct {
 	intern *interner
 	// wire maps the responses the cache built to their shared serialized
 	// bodies; see wirecache.go.
-	wire  wireBodies
-	sotw  sotw.Server
-	delta delta.Server
-	// sends bounds concurrent stream writes; nil means no bound.
-	sends     chan struct{}
+	wire      wireBodies
+	sotw      sotw.Server
+	delta     delta.Server
 	debouncer *debounce.Debouncer[*model.PushRequest]
+
+	// limits, and what enforces them; see limits.go and logsafe.go.
+	limits       Limits
+	limitMetrics *limitMetrics
+	admission    *admission
+	peerLog      *peerLog
+	// sending counts writes waiting in sendWithin (for tests).
+	sending atomic.Int64
 
 	// ctx ends every ADS stream; it is cancelled when Run returns.
 	ctx    context.Context
@@ -165,13 +168,12 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		authFailures:  opts.AuthFailures,
 	}
 	s.metrics = newMetrics(opts.Registry, s.currentErrors)
-	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(shortType(typeURL)).Inc() })
-	switch {
-	case opts.MaxConcurrentSends == 0:
-		s.sends = make(chan struct{}, 100)
-	case opts.MaxConcurrentSends > 0:
-		s.sends = make(chan struct{}, opts.MaxConcurrentSends)
-	}
+	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(metricType(typeURL)).Inc() })
+	s.limits = opts.Limits.withDefaults()
+	s.limitMetrics = newLimitMetrics(opts.Registry)
+	s.admission = newAdmission(opts.Clock, s.limits.StreamsPerSecond, s.limits.StreamBurst)
+	s.peerLog = newPeerLog(opts.Clock)
+	wire.SetSharedNamesBytes(s.limits.SharedNamesBytes)
 	opts.Registry.MustRegister(backlogCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Endpoints, routes and secrets are only ever asked for by name: an
@@ -208,75 +210,70 @@ type adsService struct {
 }
 
 func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return a.s.sotw.StreamHandler(sotwStream{stream, a.s}, resource.AnyType)
+	if err := a.s.admit(stream.Context()); err != nil {
+		return err
+	}
+	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+		return a.s.sotw.StreamHandler(sotwStream{stream, a.s, ctx}, resource.AnyType)
+	})
 }
 
 func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	return a.s.delta.DeltaStreamHandler(deltaStream{stream, a.s}, resource.AnyType)
+	if err := a.s.admit(stream.Context()); err != nil {
+		return err
+	}
+	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+		return a.s.delta.DeltaStreamHandler(deltaStream{stream, a.s, ctx}, resource.AnyType)
+	})
 }
 
 // sotwStream and deltaStream write responses: the shared serialized body
 // of a response the cache built (as a wire.Frame, which the "proto" codec
 // registered by package wire writes without copying), else the response
-// marshaled as usual. They also bound concurrent writes: go-control-plane
-// has no hook around Send, so the stream it is given takes a slot of sends
-// for each write.
+// marshaled as usual. Each write waits at most the send timeout
+// (sendWithin): a client that stops reading never holds anything another
+// stream needs.
 type sotwStream struct {
 	discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer
 	s *DiscoveryServer
+	// ctx is the stream's context, which evict can end (withStreamCancel).
+	ctx context.Context
 }
+
+func (s sotwStream) Context() context.Context { return s.ctx }
 
 func (s sotwStream) Send(r *discovery.DiscoveryResponse) error {
 	f, err := s.s.wire.sotwFrame(r)
 	if err != nil {
 		return err
 	}
-	if err := acquire(s.Context(), s.s.sends); err != nil {
-		return err
-	}
-	defer release(s.s.sends)
-	if f != nil {
-		return s.SendMsg(f)
-	}
-	return s.AggregatedDiscoveryService_StreamAggregatedResourcesServer.Send(r)
+	return s.s.sendWithin(s.Context(), r.GetTypeUrl(), func() error {
+		if f != nil {
+			return s.SendMsg(f)
+		}
+		return s.AggregatedDiscoveryService_StreamAggregatedResourcesServer.Send(r)
+	})
 }
 
 type deltaStream struct {
 	discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer
-	s *DiscoveryServer
+	s   *DiscoveryServer
+	ctx context.Context
 }
+
+func (s deltaStream) Context() context.Context { return s.ctx }
 
 func (s deltaStream) Send(r *discovery.DeltaDiscoveryResponse) error {
 	f, err := s.s.wire.deltaFrame(r)
 	if err != nil {
 		return err
 	}
-	if err := acquire(s.Context(), s.s.sends); err != nil {
-		return err
-	}
-	defer release(s.s.sends)
-	if f != nil {
-		return s.SendMsg(f)
-	}
-	return s.AggregatedDiscoveryService_DeltaAggregatedResourcesServer.Send(r)
-}
-
-func acquire(ctx context.Context, sem chan struct{}) error {
-	if sem == nil {
-		return nil
-	}
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return status.FromContextError(ctx.Err()).Err()
-	}
-}
-
-func release(sem chan struct{}) {
-	if sem != nil {
-		<-sem
-	}
+	return s.s.sendWithin(s.Context(), r.GetTypeUrl(), func() error {
+		if f != nil {
+			return s.SendMsg(f)
+		}
+		return s.AggregatedDiscoveryService_DeltaAggregatedResourcesServer.Send(r)
+	})
 }
 
 // ConfigUpdate asks for a push. Requests are merged by the debouncer;

@@ -190,7 +190,7 @@ type wireBodies struct {
 
 // countEncoding counts one serialized response body.
 func (s *DiscoveryServer) countEncoding(typeURL string) {
-	s.metrics.encodings.WithLabelValues(shortType(typeURL)).Inc()
+	s.metrics.encodings.WithLabelValues(metricType(typeURL)).Inc()
 }
 
 // sotwFrame returns the frame to write for r, or nil to marshal r as

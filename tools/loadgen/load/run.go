@@ -57,6 +57,9 @@ type Options struct {
 	// Namespace of the gateways' pods; empty means istio-system.
 	Namespace string
 	Logger    *slog.Logger
+	// Stuck opens this many more gateways that never read (see openStuck)
+	// before the measured ones start; they stay until the run ends.
+	Stuck int
 }
 
 // Dump file names per type, shared with the floor server.
@@ -179,6 +182,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer cancel()
 	gctx, stopGateways := context.WithCancel(ctx)
 	defer stopGateways()
+
+	if opts.Stuck > 0 {
+		closeStuck, err := r.openStuck(gctx, opts.Stuck)
+		if err != nil {
+			return nil, err
+		}
+		defer closeStuck()
+	}
 
 	gws := make([]*gateway, opts.Gateways)
 	for i := range gws {

@@ -1,8 +1,8 @@
 package wire
 
 import (
-	"bytes"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -23,6 +23,10 @@ const minSharedNames = 32
 // maxSharedLists bounds how many distinct name lists are kept.
 const maxSharedLists = 64
 
+// DefaultSharedNamesBytes is the default bound on the memory of the
+// shared name lists (see SetSharedNamesBytes).
+const DefaultSharedNamesBytes = 32 << 20
+
 // nameLists shares the resource names of requests. A gateway's EDS
 // request names every cluster (5,000 names, 300 KB, at 5,000 services),
 // and every gateway of a group sends the same list: with its SotW
@@ -31,19 +35,51 @@ const maxSharedLists = 64
 // of a delta server's cold start). Requests whose names are byte-for-byte
 // those of an earlier request get the same slice, which is never modified
 // (go-control-plane and the cache only read it).
+//
+// Clients choose these lists, so what is kept is bounded in bytes as well
+// as in number: a client sending long made-up lists can make the server
+// keep at most the byte bound, and a list longer than a quarter of it is
+// decoded for its request alone and freed with it (when the stream that
+// sent it no longer holds it).
 type nameLists struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
+	limit int64 // bytes; <= 0 keeps nothing
+	bytes int64
 	lists map[uint64]*nameList
 	order []uint64 // insertion order, for eviction
 }
 
+// nameList is one shared list. The names are substrings of all, the
+// resource_names fields as received: one allocation for the whole list,
+// and its size is known.
 type nameList struct {
-	raw   []byte // the resource_names fields as received
+	all   string
 	names []string
+	size  int64
 }
 
-var shared = &nameLists{seed: maphash.MakeSeed(), lists: map[uint64]*nameList{}}
+// listSize is what a list of count names encoded in n bytes holds.
+func listSize(n, count int) int64 { return int64(n) + 16*int64(count) + 64 }
+
+var shared = &nameLists{seed: maphash.MakeSeed(), limit: DefaultSharedNamesBytes, lists: map[uint64]*nameList{}}
+
+// SetSharedNamesBytes bounds the memory of the request name lists shared
+// between streams (process-wide, as the codec is); lists beyond it are
+// forgotten oldest first. Zero or less shares nothing.
+func SetSharedNamesBytes(n int64) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	shared.limit = n
+	shared.evictLocked(0)
+}
+
+// SharedNamesBytes is the memory the shared name lists hold now.
+func SharedNamesBytes() int64 {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	return shared.bytes
+}
 
 // unmarshalRequest decodes b into req, sharing a long resource_names list
 // with earlier requests. It reports false when the request is not one it
@@ -98,36 +134,61 @@ func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 }
 
 // lookup returns the names encoded in raw (count resource_names fields),
-// shared with earlier callers that had the same bytes.
+// shared with earlier callers that had the same bytes when the list is
+// small enough to keep.
 func (n *nameLists) lookup(raw []byte, count int) ([]string, bool) {
 	h := maphash.Bytes(n.seed, raw)
 	n.mu.Lock()
-	if l := n.lists[h]; l != nil && bytes.Equal(l.raw, raw) {
+	if l := n.lists[h]; l != nil && l.all == string(raw) {
 		n.mu.Unlock()
 		return l.names, true
 	}
 	n.mu.Unlock()
 
+	all := string(raw)
 	names := make([]string, 0, count)
-	for off := 0; off < len(raw); {
+	for off := 0; off < len(all); {
 		_, _, tl := protowire.ConsumeTag(raw[off:])
 		v, vl := protowire.ConsumeBytes(raw[off+tl:])
-		if vl < 0 || !utf8.Valid(v) {
+		if vl < 0 {
 			return nil, false
 		}
-		names = append(names, string(v))
+		start := off + tl + (vl - len(v))
+		name := all[start : start+len(v)]
+		if !utf8.ValidString(name) {
+			return nil, false
+		}
+		names = append(names, name)
 		off += tl + vl
 	}
-	l := &nameList{raw: bytes.Clone(raw), names: names}
+	l := &nameList{all: all, names: names, size: listSize(len(raw), count)}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.lists[h]; !ok {
-		if len(n.order) >= maxSharedLists {
-			delete(n.lists, n.order[0])
-			n.order = n.order[1:]
-		}
-		n.order = append(n.order, h)
+	if l.size > n.limit/4 {
+		return names, true // too long to keep: this request's alone
 	}
+	if old, ok := n.lists[h]; ok {
+		n.bytes -= old.size
+		n.order = slices.DeleteFunc(n.order, func(k uint64) bool { return k == h })
+	}
+	n.evictLocked(l.size)
 	n.lists[h] = l
+	n.order = append(n.order, h)
+	n.bytes += l.size
 	return names, true
+}
+
+// evictLocked forgets the oldest lists until one of size more fits.
+func (n *nameLists) evictLocked(more int64) {
+	for len(n.order) > 0 && (len(n.order) >= maxSharedLists || n.bytes+more > n.limit) {
+		k := n.order[0]
+		n.order = n.order[1:]
+		if l := n.lists[k]; l != nil {
+			n.bytes -= l.size
+			delete(n.lists, k)
+		}
+	}
+	if len(n.order) == 0 {
+		n.order = nil // let the backing array go
+	}
 }

@@ -99,7 +99,7 @@ func TestRequestNamesInvalidUTF8IsAnError(t *testing.T) {
 }
 
 func TestRequestNameListsBounded(t *testing.T) {
-	n := &nameLists{seed: shared.seed, lists: map[uint64]*nameList{}}
+	n := &nameLists{seed: shared.seed, limit: DefaultSharedNamesBytes, lists: map[uint64]*nameList{}}
 	for i := range maxSharedLists + 10 {
 		data, err := proto.Marshal(edsRequest("gw", minSharedNames+i, ""))
 		if err != nil {
@@ -138,4 +138,86 @@ func TestDeltaSubscribeNamesShared(t *testing.T) {
 	if !sameSlice(a.ResourceNamesSubscribe, b.ResourceNamesSubscribe) {
 		t.Error("equal subscription lists were decoded twice")
 	}
+}
+
+// A client sending long made-up name lists makes the shared lists hold at
+// most their byte bound; a list over a quarter of it is not kept at all,
+// and what the server decoded for it is freed once the request is.
+func TestRequestNameListsBoundedInBytes(t *testing.T) {
+	const limit = 1 << 20
+	n := &nameLists{seed: shared.seed, limit: limit, lists: map[uint64]*nameList{}}
+	for i := range 40 {
+		data, err := proto.Marshal(edsRequest(fmt.Sprintf("gw-%d", i), 1000+i, "")) // ~60 KB each
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out discovery.DiscoveryRequest
+		if !n.unmarshalRequest(data, &out) || len(out.ResourceNames) != 1000+i {
+			t.Fatalf("list %d not decoded: %d names", i, len(out.ResourceNames))
+		}
+		if n.bytes > limit {
+			t.Fatalf("after list %d the shared lists hold %d bytes, over the bound of %d", i, n.bytes, limit)
+		}
+		var sum int64
+		for _, l := range n.lists {
+			sum += l.size
+		}
+		if sum != n.bytes || len(n.lists) != len(n.order) {
+			t.Fatalf("accounting is off: %d bytes in %d lists (%d in order), counted %d", sum, len(n.lists), len(n.order), n.bytes)
+		}
+	}
+	if len(n.lists) == 0 {
+		t.Error("no list was kept")
+	}
+
+	// One list over a quarter of the bound is decoded but not kept.
+	big, err := proto.Marshal(edsRequest("gw-big", 10000, "")) // ~600 KB
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := n.bytes
+	var a, b discovery.DiscoveryRequest
+	if !n.unmarshalRequest(big, &a) || !n.unmarshalRequest(big, &b) || len(a.ResourceNames) != 10000 {
+		t.Fatalf("long list not decoded: %d names", len(a.ResourceNames))
+	}
+	if n.bytes != before || sameSlice(a.ResourceNames, b.ResourceNames) {
+		t.Errorf("a list over a quarter of the bound was kept (%d -> %d bytes)", before, n.bytes)
+	}
+
+	// A smaller bound evicts down to it; zero keeps nothing.
+	shared.mu.Lock()
+	saved := shared.limit
+	shared.mu.Unlock()
+	defer SetSharedNamesBytes(saved)
+	SetSharedNamesBytes(0)
+	if got := SharedNamesBytes(); got != 0 {
+		t.Errorf("bound 0 keeps %d bytes", got)
+	}
+}
+
+// The codec decodes any bytes exactly as protobuf does: the same error or
+// the same message, whether or not the names are shared.
+func FuzzCodecDecodesAsProtobuf(f *testing.F) {
+	for _, n := range []int{0, 3, minSharedNames, 100} {
+		b, _ := proto.Marshal(edsRequest("gw", n, "1"))
+		f.Add(b)
+	}
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got, want discovery.DiscoveryRequest
+		errGot := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &got)
+		errWant := proto.Unmarshal(data, &want)
+		if (errGot == nil) != (errWant == nil) {
+			t.Fatalf("codec error %v, protobuf error %v", errGot, errWant)
+		}
+		if errGot == nil && !proto.Equal(&got, &want) {
+			t.Fatalf("codec decoded %v, protobuf %v", &got, &want)
+		}
+		var gotD, wantD discovery.DeltaDiscoveryRequest
+		errGot = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &gotD)
+		errWant = proto.Unmarshal(data, &wantD)
+		if (errGot == nil) != (errWant == nil) || (errGot == nil && !proto.Equal(&gotD, &wantD)) {
+			t.Fatalf("delta: codec %v (%v), protobuf %v (%v)", &gotD, errGot, &wantD, errWant)
+		}
+	})
 }

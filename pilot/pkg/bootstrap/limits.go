@@ -1,0 +1,87 @@
+package bootstrap
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+)
+
+// Limits bound what a client can make the server hold or do, at the gRPC
+// level here and per ADS stream in XDS. Zero fields are defaults.
+type Limits struct {
+	// XDS are the per-stream limits of the discovery server.
+	XDS xds.Limits
+	// MaxRecvMsgBytes bounds one message a client sends (Istio's 4 MiB).
+	MaxRecvMsgBytes int
+	// MaxStreamsPerConnection is HTTP/2's MaxConcurrentStreams: ADS needs
+	// one stream per gateway, proxyless gRPC clients one per channel.
+	MaxStreamsPerConnection uint32
+	// KeepaliveTime and KeepaliveTimeout: the server pings a connection
+	// idle for KeepaliveTime and closes it when no answer comes within
+	// KeepaliveTimeout, so dead peers do not keep their streams.
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
+	// KeepaliveMinTime is the shortest interval at which a client may
+	// ping; a client pinging more often is sent GOAWAY (too_many_pings).
+	KeepaliveMinTime time.Duration
+}
+
+// DefaultLimits are the gRPC defaults; the ADS defaults are
+// xds.DefaultLimits. Keepalives are Istio's (30 s, 10 s, pings allowed
+// every 15 s).
+var DefaultLimits = Limits{
+	MaxRecvMsgBytes:         4 << 20,
+	MaxStreamsPerConnection: 100,
+	KeepaliveTime:           30 * time.Second,
+	KeepaliveTimeout:        10 * time.Second,
+	KeepaliveMinTime:        15 * time.Second,
+}
+
+func (l *Limits) applyDefaults() {
+	d := DefaultLimits
+	if l.MaxRecvMsgBytes == 0 {
+		l.MaxRecvMsgBytes = d.MaxRecvMsgBytes
+	}
+	if l.MaxStreamsPerConnection == 0 {
+		l.MaxStreamsPerConnection = d.MaxStreamsPerConnection
+	}
+	if l.KeepaliveTime == 0 {
+		l.KeepaliveTime = d.KeepaliveTime
+	}
+	if l.KeepaliveTimeout == 0 {
+		l.KeepaliveTimeout = d.KeepaliveTimeout
+	}
+	if l.KeepaliveMinTime == 0 {
+		l.KeepaliveMinTime = d.KeepaliveMinTime
+	}
+}
+
+func (l *Limits) validate() error {
+	switch {
+	case l.MaxRecvMsgBytes < 0:
+		return fmt.Errorf("--grpc-max-recv-msg-size %d: must not be negative", l.MaxRecvMsgBytes)
+	case l.KeepaliveTime < 0 || l.KeepaliveTimeout < 0 || l.KeepaliveMinTime < 0:
+		return fmt.Errorf("--grpc-keepalive-time, --grpc-keepalive-timeout and --grpc-keepalive-min-time must not be negative")
+	}
+	return nil
+}
+
+// grpcServerOptions are the options of every gRPC server of the process
+// (plaintext and TLS ADS): limits, keepalives and write buffers.
+func grpcServerOptions(l Limits) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(l.MaxStreamsPerConnection),
+		grpc.MaxRecvMsgSize(l.MaxRecvMsgBytes),
+		// Configs are megabytes per gateway: 256 KiB writes take an eighth
+		// of the write syscalls of gRPC's 32 KiB default, and a shared
+		// buffer is held only while a connection is writing.
+		grpc.WriteBufferSize(256 << 10), grpc.SharedWriteBuffer(true),
+		// Envoy keeps ADS streams open for hours; keepalives find dead peers.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: l.KeepaliveTime, Timeout: l.KeepaliveTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
+	}
+}
