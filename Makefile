@@ -34,7 +34,7 @@ vet:
 
 # Regenerate the translation golden files after an intended output change.
 golden:
-	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen -run TestGolden -update
+	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/kube/gateway -run TestGolden -update
 
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime 60s
