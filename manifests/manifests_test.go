@@ -265,7 +265,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"networking.istio.io/gateways", "networking.istio.io/virtualservices",
 		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries",
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
-		"/services", "/pods", "/secrets", "discovery.k8s.io/endpointslices",
+		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
+		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
+		"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/referencegrants",
 	}
 	want := expand(read, "list", "watch")
 	want = append(want, "networking.k8s.io/ingresses/status:update")
