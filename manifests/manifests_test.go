@@ -267,7 +267,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
 		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
 		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
-		"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/referencegrants",
+		"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/grpcroutes",
+		"gateway.networking.k8s.io/referencegrants",
 	}
 	want := expand(read, "list", "watch")
 	want = append(want, "networking.k8s.io/ingresses/status:update")

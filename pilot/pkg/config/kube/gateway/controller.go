@@ -49,9 +49,9 @@ type ControllerOptions struct {
 }
 
 // Controller is a Kubernetes config source: it watches GatewayClasses,
-// Gateways, HTTPRoutes and ReferenceGrants (those whose CRD is installed),
-// the Services backends name and the Namespaces allowedRoutes selectors
-// read, converts everything (Convert) on every change, and tells registered
+// Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants (those whose CRD is
+// installed), the Services backends name and the Namespaces allowedRoutes
+// selectors read, converts everything (Convert) on every change, and tells registered
 // handlers which generated Gateways and VirtualServices were added,
 // updated or deleted, through the shared queue like every other source.
 //
@@ -84,6 +84,7 @@ type lists struct {
 	classes    func() ([]*gw.GatewayClass, error)
 	gateways   []func() ([]*gw.Gateway, error)
 	routes     []func() ([]*gw.HTTPRoute, error)
+	grpcRoutes []func() ([]*gw.GRPCRoute, error)
 	grants     []func() ([]*gw.ReferenceGrant, error)
 	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
 	namespaces listerscorev1.NamespaceLister
@@ -174,7 +175,7 @@ func (c *Controller) watch() error {
 		}
 		return false
 	}
-	useClasses, useGateways, useRoutes, useGrants := want("gatewayclasses"), want("gateways"), want("httproutes"), want("referencegrants")
+	useClasses, useGateways, useRoutes, useGRPC, useGrants := want("gatewayclasses"), want("gateways"), want("httproutes"), want("grpcroutes"), want("referencegrants")
 	if !useClasses && !useGateways {
 		// Nothing can be served: no informer, nothing to wait for.
 		return nil
@@ -195,6 +196,13 @@ func (c *Controller) watch() error {
 			inf := v1.HTTPRoutes()
 			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.register("HTTPRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useGRPC {
+			inf := v1.GRPCRoutes()
+			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("GRPCRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
@@ -290,6 +298,9 @@ func (c *Controller) input() (Input, error) {
 		return in, err
 	}
 	if in.HTTPRoutes, err = listAll(l.routes); err != nil {
+		return in, err
+	}
+	if in.GRPCRoutes, err = listAll(l.grpcRoutes); err != nil {
 		return in, err
 	}
 	if in.ReferenceGrants, err = listAll(l.grants); err != nil {

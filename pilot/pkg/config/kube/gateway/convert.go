@@ -35,6 +35,7 @@ type Input struct {
 	GatewayClasses  []*gw.GatewayClass
 	Gateways        []*gw.Gateway
 	HTTPRoutes      []*gw.HTTPRoute
+	GRPCRoutes      []*gw.GRPCRoute
 	ReferenceGrants []*gw.ReferenceGrant
 	// Namespaces gives the labels of a namespace, for allowedRoutes
 	// selectors; nil, or a nil result, means no labels.
@@ -110,10 +111,30 @@ func Convert(in Input, opts Options) ([]config.Config, []*config.Error) {
 		}
 		out = append(out, c.gateway(g)...)
 	}
-	routes := slices.Clone(in.HTTPRoutes)
-	slices.SortFunc(routes, func(a, b *gw.HTTPRoute) int { return compareObjects(a, b) })
+	// Routes of every kind in one order, oldest first, then
+	// namespace/name (HTTPRoute before GRPCRoute on a full tie): the
+	// Gateway API's tie-break between routes.
+	type routeObj struct {
+		obj  metav1.Object
+		http *gw.HTTPRoute
+		grpc *gw.GRPCRoute
+	}
+	var routes []routeObj
+	for _, r := range in.HTTPRoutes {
+		routes = append(routes, routeObj{obj: r, http: r})
+	}
+	for _, r := range in.GRPCRoutes {
+		routes = append(routes, routeObj{obj: r, grpc: r})
+	}
+	slices.SortStableFunc(routes, func(a, b routeObj) int {
+		return cmp.Or(compareObjects(a.obj, b.obj), cmp.Compare(boolInt(a.http == nil), boolInt(b.http == nil)))
+	})
 	for order, r := range routes {
-		c.httpRoute(order, r)
+		if r.http != nil {
+			c.httpRoute(order, r.http)
+		} else {
+			c.grpcRoute(order, r.grpc)
+		}
 	}
 	out = append(out, c.virtualServices()...)
 	slices.SortFunc(out, func(a, b config.Config) int {
@@ -282,4 +303,11 @@ func deref[T any](p *T, def T) T {
 		return def
 	}
 	return *p
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

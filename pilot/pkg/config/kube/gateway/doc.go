@@ -64,6 +64,15 @@
 // "a.example.com" on the route give "a.example.com"; a route without
 // hostnames takes the listener's.
 //
+// A GRPCRoute is converted the same way onto the request path
+// "/SERVICE/METHOD": service and method exact as an exact path (ranked as
+// Exact), a service alone as the prefix "/SERVICE/" (ranked as PathPrefix),
+// a method alone or a RegularExpression as a regex (ranked as
+// RegularExpression), more characters of service and method first. Its
+// routes are sorted together with the HTTPRoutes of the same hostname.
+// The backend Service's port name must announce HTTP/2 (grpc-*, http2-*)
+// for the cluster to speak it, as for any Istio destination.
+//
 // Filters map onto the VirtualService: RequestHeaderModifier and
 // ResponseHeaderModifier onto headers, RequestRedirect onto redirect,
 // URLRewrite onto rewrite (ReplacePrefixMatch as a prefix rewrite,

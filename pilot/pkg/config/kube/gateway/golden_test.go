@@ -60,6 +60,9 @@ func decode(t *testing.T, data []byte) input {
 		case "gateway.networking.k8s.io/v1 HTTPRoute":
 			o := &gw.HTTPRoute{}
 			in.kube.HTTPRoutes, into = append(in.kube.HTTPRoutes, o), o
+		case "gateway.networking.k8s.io/v1 GRPCRoute":
+			o := &gw.GRPCRoute{}
+			in.kube.GRPCRoutes, into = append(in.kube.GRPCRoutes, o), o
 		case "gateway.networking.k8s.io/v1 ReferenceGrant":
 			o := &gw.ReferenceGrant{}
 			in.kube.ReferenceGrants, into = append(in.kube.ReferenceGrants, o), o

@@ -96,20 +96,9 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 			}
 			out.Rewrite = rw
 		case gw.HTTPRouteFilterRequestMirror:
-			if f.RequestMirror == nil {
-				continue
+			if m := c.mirror(src, r.Namespace, f.RequestMirror, ff+".requestMirror"); m != nil {
+				out.Mirrors = append(out.Mirrors, m)
 			}
-			dest, ok := c.backend(src, r.Namespace, f.RequestMirror.BackendRef, ff+".requestMirror.backendRef")
-			if !ok {
-				continue
-			}
-			m := &networking.HTTPMirrorPolicy{Destination: dest}
-			if p := f.RequestMirror.Percent; p != nil {
-				m.Percentage = &networking.Percent{Value: float64(*p)}
-			} else if fr := f.RequestMirror.Fraction; fr != nil && deref(fr.Denominator, 100) > 0 {
-				m.Percentage = &networking.Percent{Value: 100 * float64(fr.Numerator) / float64(deref(fr.Denominator, 100))}
-			}
-			out.Mirrors = append(out.Mirrors, m)
 		default:
 			c.errorf(src, ff+".type", "filter %q is not supported; rule skipped", f.Type)
 			return nil, false
@@ -120,32 +109,11 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 			c.errorf(src, field+".backendRefs", "ignored: the rule redirects")
 		}
 	} else {
-		total := 0
+		refs := make([]backendIn, len(rule.BackendRefs))
 		for k, b := range rule.BackendRefs {
-			bf := fmt.Sprintf("%s.backendRefs[%d]", field, k)
-			if len(b.Filters) > 0 {
-				c.errorf(src, bf+".filters", "per-backend filters are not supported; ignored")
-			}
-			w := deref(b.Weight, 1)
-			if w == 0 {
-				continue
-			}
-			total += int(w)
-			dest, ok := c.backend(src, r.Namespace, b.BackendObjectReference, bf)
-			if !ok {
-				continue
-			}
-			out.Route = append(out.Route, &networking.HTTPRouteDestination{Destination: dest, Weight: w})
+			refs[k] = backendIn{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}
 		}
-		switch {
-		case len(out.Route) == 0:
-			// No backend to send to, or every one refused: the
-			// specification asks for a 500.
-			out.Route = nil
-			out.DirectResponse = &networking.HTTPDirectResponse{Status: 500}
-		case len(out.Route) == 1 && total == int(out.Route[0].Weight):
-			out.Route[0].Weight = 0
-		}
+		c.routeTo(out, src, r.Namespace, refs, field)
 	}
 	if t := rule.Timeouts; t != nil && t.Request != nil {
 		d, err := parseDuration(string(*t.Request))
@@ -346,4 +314,56 @@ func (p pathPiece) nameSuffix() string {
 		return "/below"
 	}
 	return "/exact"
+}
+
+// backendIn is one backendRef of any route kind.
+type backendIn struct {
+	ref     gw.BackendObjectReference
+	weight  *int32
+	filters int
+}
+
+// routeTo sets out's weighted destinations from a rule's backendRefs. A
+// rule without any usable backend answers 500, as the specification asks.
+func (c *converter) routeTo(out *networking.HTTPRoute, src, ns string, refs []backendIn, field string) {
+	for k, b := range refs {
+		bf := fmt.Sprintf("%s.backendRefs[%d]", field, k)
+		if b.filters > 0 {
+			c.errorf(src, bf+".filters", "per-backend filters are not supported; ignored")
+		}
+		w := deref(b.weight, 1)
+		if w == 0 {
+			continue
+		}
+		dest, ok := c.backend(src, ns, b.ref, bf)
+		if !ok {
+			continue
+		}
+		out.Route = append(out.Route, &networking.HTTPRouteDestination{Destination: dest, Weight: w})
+	}
+	switch len(out.Route) {
+	case 0:
+		out.Route = nil
+		out.DirectResponse = &networking.HTTPDirectResponse{Status: 500}
+	case 1:
+		out.Route[0].Weight = 0
+	}
+}
+
+// mirror converts a RequestMirror filter, or reports why not (nil).
+func (c *converter) mirror(src, ns string, f *gw.HTTPRequestMirrorFilter, field string) *networking.HTTPMirrorPolicy {
+	if f == nil {
+		return nil
+	}
+	dest, ok := c.backend(src, ns, f.BackendRef, field+".backendRef")
+	if !ok {
+		return nil
+	}
+	m := &networking.HTTPMirrorPolicy{Destination: dest}
+	if p := f.Percent; p != nil {
+		m.Percentage = &networking.Percent{Value: float64(*p)}
+	} else if fr := f.Fraction; fr != nil && deref(fr.Denominator, 100) > 0 {
+		m.Percentage = &networking.Percent{Value: 100 * float64(fr.Numerator) / float64(deref(fr.Denominator, 100))}
+	}
+	return m
 }
