@@ -268,6 +268,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
 		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
 		"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/grpcroutes",
+		"gateway.networking.k8s.io/tlsroutes", "gateway.networking.k8s.io/tcproutes",
 		"gateway.networking.k8s.io/referencegrants",
 	}
 	want := expand(read, "list", "watch")

@@ -49,11 +49,12 @@ type ControllerOptions struct {
 }
 
 // Controller is a Kubernetes config source: it watches GatewayClasses,
-// Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants (those whose CRD is
-// installed), the Services backends name and the Namespaces allowedRoutes
-// selectors read, converts everything (Convert) on every change, and tells registered
-// handlers which generated Gateways and VirtualServices were added,
-// updated or deleted, through the shared queue like every other source.
+// Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes and
+// ReferenceGrants (those whose CRD is installed), the Services backends
+// name and the Namespaces allowedRoutes selectors read, converts
+// everything (Convert) on every change, and tells registered handlers
+// which generated Gateways and VirtualServices were added, updated or
+// deleted, through the shared queue like every other source.
 //
 // Which kinds are served is discovered once, when Run starts: a kind whose
 // CRD is not installed is skipped with one log line and never holds back
@@ -85,6 +86,8 @@ type lists struct {
 	gateways   []func() ([]*gw.Gateway, error)
 	routes     []func() ([]*gw.HTTPRoute, error)
 	grpcRoutes []func() ([]*gw.GRPCRoute, error)
+	tlsRoutes  []func() ([]*gw.TLSRoute, error)
+	tcpRoutes  []func() ([]*gw.TCPRoute, error)
 	grants     []func() ([]*gw.ReferenceGrant, error)
 	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
 	namespaces listerscorev1.NamespaceLister
@@ -175,7 +178,8 @@ func (c *Controller) watch() error {
 		}
 		return false
 	}
-	useClasses, useGateways, useRoutes, useGRPC, useGrants := want("gatewayclasses"), want("gateways"), want("httproutes"), want("grpcroutes"), want("referencegrants")
+	useClasses, useGateways, useGrants := want("gatewayclasses"), want("gateways"), want("referencegrants")
+	useRoutes, useGRPC, useTLS, useTCP := want("httproutes"), want("grpcroutes"), want("tlsroutes"), want("tcproutes")
 	if !useClasses && !useGateways {
 		// Nothing can be served: no informer, nothing to wait for.
 		return nil
@@ -203,6 +207,20 @@ func (c *Controller) watch() error {
 			inf := v1.GRPCRoutes()
 			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.register("GRPCRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useTLS {
+			inf := v1.TLSRoutes()
+			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("TLSRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useTCP {
+			inf := v1.TCPRoutes()
+			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("TCPRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
@@ -301,6 +319,12 @@ func (c *Controller) input() (Input, error) {
 		return in, err
 	}
 	if in.GRPCRoutes, err = listAll(l.grpcRoutes); err != nil {
+		return in, err
+	}
+	if in.TLSRoutes, err = listAll(l.tlsRoutes); err != nil {
+		return in, err
+	}
+	if in.TCPRoutes, err = listAll(l.tcpRoutes); err != nil {
 		return in, err
 	}
 	if in.ReferenceGrants, err = listAll(l.grants); err != nil {

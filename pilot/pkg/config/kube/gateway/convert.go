@@ -36,6 +36,8 @@ type Input struct {
 	Gateways        []*gw.Gateway
 	HTTPRoutes      []*gw.HTTPRoute
 	GRPCRoutes      []*gw.GRPCRoute
+	TLSRoutes       []*gw.TLSRoute
+	TCPRoutes       []*gw.TCPRoute
 	ReferenceGrants []*gw.ReferenceGrant
 	// Namespaces gives the labels of a namespace, for allowedRoutes
 	// selectors; nil, or a nil result, means no labels.
@@ -137,6 +139,7 @@ func Convert(in Input, opts Options) ([]config.Config, []*config.Error) {
 		}
 	}
 	out = append(out, c.virtualServices()...)
+	out = append(out, c.streamRoutes(in.TLSRoutes, in.TCPRoutes)...)
 	slices.SortFunc(out, func(a, b config.Config) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
@@ -209,8 +212,22 @@ func (c *converter) server(g *gw.Gateway, l gw.Listener, field string) *networki
 			return nil
 		}
 		s.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: cred}
+	case gw.TLSProtocolType:
+		s.Port.Protocol = "TLS"
+		if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gw.TLSModePassthrough {
+			s.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH}
+			break
+		}
+		cred, ok := c.certificate(g, l, field+".tls")
+		if !ok {
+			return nil
+		}
+		s.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: cred}
+	case gw.TCPProtocolType:
+		s.Port.Protocol = "TCP"
+		s.Hosts = []string{"*"}
 	default:
-		c.errorf(src, field+".protocol", "protocol %q is not served yet (HTTP and HTTPS are); listener skipped", l.Protocol)
+		c.errorf(src, field+".protocol", "protocol %q is not served (HTTP, HTTPS, TLS and TCP are); listener skipped", l.Protocol)
 		return nil
 	}
 	return s
@@ -226,7 +243,7 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 		return "", false
 	}
 	if l.TLS.Mode != nil && *l.TLS.Mode != gw.TLSModeTerminate {
-		c.errorf(src, field+".mode", "mode %q is not served on HTTPS listeners; listener skipped", *l.TLS.Mode)
+		c.errorf(src, field+".mode", "mode %q is not served on %s listeners; listener skipped", *l.TLS.Mode, l.Protocol)
 		return "", false
 	}
 	if len(l.TLS.CertificateRefs) > 1 {
@@ -280,9 +297,12 @@ func (c *converter) namespaceAllowed(l *listener, ns string) (bool, error) {
 	return false, nil
 }
 
-// kindAllowed reports whether a route kind may attach to l: the listed
-// kinds, or by default the kinds of its protocol.
+// kindAllowed reports whether a route kind may attach to l: a kind its
+// protocol carries, and one of the listed kinds if any are listed.
 func kindAllowed(l *listener, kind string) bool {
+	if !slices.Contains(protocolKinds(l), kind) {
+		return false
+	}
 	if ar := l.spec.AllowedRoutes; ar != nil && len(ar.Kinds) > 0 {
 		for _, k := range ar.Kinds {
 			if string(k.Kind) == kind && string(deref(k.Group, gw.Group(Group))) == Group {
@@ -291,11 +311,28 @@ func kindAllowed(l *listener, kind string) bool {
 		}
 		return false
 	}
+	return true
+}
+
+// protocolKinds are the route kinds a listener's protocol carries: HTTP
+// routes on HTTP and HTTPS; TLSRoute on TLS (passthrough, or terminated
+// and then proxied as TCP); TCPRoute on TCP.
+func protocolKinds(l *listener) []string {
 	switch l.spec.Protocol {
 	case gw.HTTPProtocolType, gw.HTTPSProtocolType:
-		return kind == "HTTPRoute" || kind == "GRPCRoute"
+		return []string{"HTTPRoute", "GRPCRoute"}
+	case gw.TLSProtocolType:
+		return []string{"TLSRoute"}
+	case gw.TCPProtocolType:
+		return []string{"TCPRoute"}
 	}
-	return false
+	return nil
+}
+
+// passthrough reports whether l passes TLS through unterminated.
+func passthrough(l *listener) bool {
+	t := l.spec.TLS
+	return l.spec.Protocol == gw.TLSProtocolType && t != nil && t.Mode != nil && *t.Mode == gw.TLSModePassthrough
 }
 
 func deref[T any](p *T, def T) T {

@@ -29,8 +29,9 @@
 //     to their controllers.
 //   - Each listener of a handled Gateway becomes one Istio Gateway,
 //     "GATEWAY-LISTENER-gwapi" in the Gateway's namespace, with one server:
-//     the listener's port and protocol (HTTP, or HTTPS terminating with the
-//     certificateRefs Secret), its hostname or "*". One Istio Gateway per
+//     the listener's port and protocol (HTTP; HTTPS terminating with the
+//     certificateRefs Secret; TLS passing through, or terminating like
+//     HTTPS; TCP), its hostname or "*". One Istio Gateway per
 //     listener lets a route attach to a single listener (sectionName) and be
 //     bound only there.
 //   - Its selector is gateway.networking.k8s.io/gateway-name: GATEWAY, and it
@@ -72,6 +73,14 @@
 // routes are sorted together with the HTTPRoutes of the same hostname.
 // The backend Service's port name must announce HTTP/2 (grpc-*, http2-*)
 // for the cluster to speak it, as for any Istio destination.
+//
+// TLSRoutes and TCPRoutes go onto the TLS passthrough and TCP translation
+// (see streamroute.go): a VirtualService per route and listener, with a
+// tls route matching the SNI names on a Passthrough listener, or a tcp
+// route on a Terminate TLS or a TCP listener. These VirtualServices are
+// dated like their route, so the translator's oldest-first rule gives a
+// contested listener or SNI name to the oldest route, as the Gateway API
+// asks.
 //
 // Filters map onto the VirtualService: RequestHeaderModifier and
 // ResponseHeaderModifier onto headers, RequestRedirect onto redirect,

@@ -32,13 +32,14 @@ type input struct {
 	kube       gateway.Input
 	services   map[string]*corev1.Service
 	namespaces map[string]map[string]string
+	secrets    map[string]map[string][]byte
 }
 
 var documentSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 
 func decode(t *testing.T, data []byte) input {
 	t.Helper()
-	in := input{services: map[string]*corev1.Service{}, namespaces: map[string]map[string]string{}}
+	in := input{services: map[string]*corev1.Service{}, namespaces: map[string]map[string]string{}, secrets: map[string]map[string][]byte{}}
 	for i, doc := range documentSeparator.Split(string(data), -1) {
 		var head struct {
 			APIVersion string `json:"apiVersion"`
@@ -63,6 +64,12 @@ func decode(t *testing.T, data []byte) input {
 		case "gateway.networking.k8s.io/v1 GRPCRoute":
 			o := &gw.GRPCRoute{}
 			in.kube.GRPCRoutes, into = append(in.kube.GRPCRoutes, o), o
+		case "gateway.networking.k8s.io/v1 TLSRoute":
+			o := &gw.TLSRoute{}
+			in.kube.TLSRoutes, into = append(in.kube.TLSRoutes, o), o
+		case "gateway.networking.k8s.io/v1 TCPRoute":
+			o := &gw.TCPRoute{}
+			in.kube.TCPRoutes, into = append(in.kube.TCPRoutes, o), o
 		case "gateway.networking.k8s.io/v1 ReferenceGrant":
 			o := &gw.ReferenceGrant{}
 			in.kube.ReferenceGrants, into = append(in.kube.ReferenceGrants, o), o
@@ -70,6 +77,8 @@ func decode(t *testing.T, data []byte) input {
 			into = &corev1.Service{}
 		case "v1 Namespace":
 			into = &corev1.Namespace{}
+		case "v1 Secret":
+			into = &corev1.Secret{}
 		default:
 			t.Fatalf("document %d: %s %s is not a golden input kind", i+1, head.APIVersion, head.Kind)
 		}
@@ -81,6 +90,15 @@ func decode(t *testing.T, data []byte) input {
 			in.services[o.Namespace+"/"+o.Name] = o
 		case *corev1.Namespace:
 			in.namespaces[o.Name] = o.Labels
+		case *corev1.Secret:
+			data := maps.Clone(o.Data)
+			if data == nil {
+				data = map[string][]byte{}
+			}
+			for k, v := range o.StringData {
+				data[k] = []byte(v)
+			}
+			in.secrets[o.Namespace+"/"+o.Name] = data
 		}
 	}
 	in.kube.Services = func(ns, name string) *corev1.Service { return in.services[ns+"/"+name] }
@@ -132,14 +150,26 @@ func produce(t *testing.T, file string, data []byte) []byte {
 		}
 	}
 	push := model.NewPushContext(memory.New(cfgs), in)
-	res := core.BuildGateway(push, push.GatewaysForProxy(proxy(t, data)))
+	secrets := model.SecretStoreFunc(func(ns, name string) ([]byte, []byte, bool) {
+		return model.TLSKeyPair(in.secrets[ns+"/"+name])
+	})
+	res := core.BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy(t, data)), secrets)
 	for _, r := range res.Routes {
 		if err := r.ValidateAll(); err != nil {
 			t.Errorf("route %s fails validation: %v", r.Name, err)
 		}
 	}
+	for _, l := range res.Listeners {
+		if err := l.ValidateAll(); err != nil {
+			t.Errorf("listener %s fails validation: %v", l.Name, err)
+		}
+	}
 	var b bytes.Buffer
 	golden.WriteYAML(t, &b, "configs", renderConfigs(t, cfgs))
+	if strings.Contains(file, "stream") {
+		// TLS and TCP routes live in the listeners.
+		golden.Section(t, &b, "listeners", res.Listeners)
+	}
 	golden.Section(t, &b, "routes", res.Routes)
 	msgs := []string{}
 	for _, e := range append(append(errs, push.Errors...), res.Errors...) {
