@@ -35,8 +35,9 @@ func gatewayProxy(t *testing.T, addr, ns, pod, name string) *adsc.Client {
 // Against a real API server with the Gateway API CRDs: a GatewayClass,
 // Gateway and HTTPRoute created reach a gateway proxy of the Gateway's
 // namespace carrying its name, in Gateway API order; a proxy of another
-// namespace with the same label gets nothing; deleting the route removes
-// its virtual host.
+// namespace with the same label gets nothing; a backend in another
+// namespace is served only while a ReferenceGrant allows it; deleting the
+// route removes its virtual host.
 func TestGatewayAPIAgainstAPIServer(t *testing.T) {
 	c, ns := newCluster(t, "gwapi")
 	other := c.Namespace(t, "gwapi-other")
@@ -126,6 +127,61 @@ func TestGatewayAPIAgainstAPIServer(t *testing.T) {
 	if len(s.Listeners) != 0 || len(s.Routes) != 0 {
 		t.Errorf("a proxy of namespace %s got the Gateway of %s: %s", other, ns, describe(s))
 	}
+
+	// A backend in another namespace: refused (the rule answers 500)
+	// until a ReferenceGrant there allows it, and again once it is gone.
+	if _, err := cs.CoreV1().Services(other).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "shared"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	otherNS := gw.Namespace(other)
+	if _, err := gwc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gw.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
+		Spec: gw.HTTPRouteSpec{
+			CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge"}}},
+			Hostnames:       []gw.Hostname{"shared.example.com"},
+			Rules: []gw.HTTPRouteRule{{BackendRefs: []gw.HTTPBackendRef{{BackendRef: gw.BackendRef{
+				BackendObjectReference: gw.BackendObjectReference{Name: "shared", Namespace: &otherNS, Port: &port}}}}}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sharedCluster := "outbound|8080||shared." + other + ".svc.cluster.local"
+	sharedRoute := func(s adsc.State) (cluster string, status uint32, found bool) {
+		for _, vh := range s.Routes["http.80"].GetVirtualHosts() {
+			if vh.GetName() == "shared.example.com:80" && len(vh.GetRoutes()) == 1 {
+				r := vh.GetRoutes()[0]
+				return r.GetRoute().GetCluster(), r.GetDirectResponse().GetStatus(), true
+			}
+		}
+		return "", 0, false
+	}
+	waitFor(t, proxy, "the cross-namespace backend refused: 500", func(s adsc.State) bool {
+		_, status, ok := sharedRoute(s)
+		return ok && status == 500
+	})
+	if _, err := gwc.GatewayV1().ReferenceGrants(other).Create(ctx, &gw.ReferenceGrant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "from-" + ns},
+		Spec: gw.ReferenceGrantSpec{
+			From: []gw.ReferenceGrantFrom{{Group: gw.GroupName, Kind: "HTTPRoute", Namespace: gw.Namespace(ns)}},
+			To:   []gw.ReferenceGrantTo{{Group: "", Kind: "Service"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, proxy, "the cross-namespace backend served once granted", func(s adsc.State) bool {
+		cluster, _, ok := sharedRoute(s)
+		return ok && cluster == sharedCluster
+	})
+	if err := gwc.GatewayV1().ReferenceGrants(other).Delete(ctx, "from-"+ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, proxy, "the cross-namespace backend refused again once the grant is gone", func(s adsc.State) bool {
+		_, status, ok := sharedRoute(s)
+		return ok && status == 500
+	})
 
 	if err := gwc.GatewayV1().HTTPRoutes(ns).Delete(ctx, "shop", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
