@@ -97,6 +97,11 @@ func (c *converter) errorf(source, field, format string, args ...any) {
 	c.errs = append(c.errs, &config.Error{Source: source, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
+// warnf reports what is served all the same, only partly.
+func (c *converter) warnf(source, field, format string, args ...any) {
+	c.errs = append(c.errs, &config.Error{Source: source, Field: field, Message: fmt.Sprintf(format, args...), Warning: true})
+}
+
 // Convert translates the handled Gateways and the HTTPRoutes attached to
 // them into Istio Gateways and VirtualServices, sorted by kind, namespace
 // and name, and reports what it could not convert.
@@ -247,7 +252,7 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 		return "", false
 	}
 	if len(l.TLS.CertificateRefs) > 1 {
-		c.errorf(src, field+".certificateRefs", "only the first certificate is served; %d more ignored", len(l.TLS.CertificateRefs)-1)
+		c.warnf(src, field+".certificateRefs", "only the first certificate is served; %d more ignored", len(l.TLS.CertificateRefs)-1)
 	}
 	ref := l.TLS.CertificateRefs[0]
 	f := field + ".certificateRefs[0]"

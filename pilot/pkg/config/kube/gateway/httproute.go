@@ -106,7 +106,7 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 	}
 	if out.Redirect != nil {
 		if len(rule.BackendRefs) > 0 {
-			c.errorf(src, field+".backendRefs", "ignored: the rule redirects")
+			c.warnf(src, field+".backendRefs", "ignored: the rule redirects")
 		}
 	} else {
 		refs := make([]backendIn, len(rule.BackendRefs))
@@ -122,6 +122,16 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 		} else if d > 0 {
 			out.Timeout = durationpb.New(d)
 		}
+	}
+	// Fields not served yet are said, never silently dropped.
+	if t := rule.Timeouts; t != nil && t.BackendRequest != nil {
+		c.warnf(src, field+".timeouts.backendRequest", "not served yet; ignored")
+	}
+	if rule.Retry != nil {
+		c.warnf(src, field+".retry", "not served yet; the default retry policy applies")
+	}
+	if rule.SessionPersistence != nil {
+		c.warnf(src, field+".sessionPersistence", "not served yet; ignored")
 	}
 	return out, true
 }
@@ -329,7 +339,7 @@ func (c *converter) routeTo(out *networking.HTTPRoute, src, ns string, refs []ba
 	for k, b := range refs {
 		bf := fmt.Sprintf("%s.backendRefs[%d]", field, k)
 		if b.filters > 0 {
-			c.errorf(src, bf+".filters", "per-backend filters are not supported; ignored")
+			c.warnf(src, bf+".filters", "per-backend filters are not supported; ignored")
 		}
 		w := deref(b.weight, 1)
 		if w == 0 {
