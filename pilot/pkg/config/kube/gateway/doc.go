@@ -50,6 +50,10 @@
 // route attached there. Each HTTPRouteMatch is its own Istio HTTP route, and
 // they are pre-sorted by the Gateway API's precedence:
 //
+//  0. the more specific hostname: the routes of the VirtualService's own
+//     hostname, then those of every wildcard hostname of the same listener
+//     covering it ("*.example.com", then "*"), since the Gateway API
+//     matches across all of them while Envoy picks one virtual host;
 //  1. an Exact path, then a RegularExpression path, then a PathPrefix, each
 //     longest first;
 //  2. a method match before none;

@@ -54,9 +54,8 @@ func (c *converter) virtualServices() []config.Config {
 	names := map[string]bool{}
 	for _, k := range keys {
 		e := c.hosts[k]
-		slices.SortStableFunc(e.routes, func(a, b *sortedRoute) int { return a.key.compare(b.key) })
 		vs := &networking.VirtualService{Hosts: []string{k.host}, Gateways: []string{k.istioGateway}}
-		for _, r := range e.routes {
+		for _, r := range c.hostRoutes(k, keys) {
 			vs.Http = append(vs.Http, proto.Clone(r.route).(*networking.HTTPRoute))
 		}
 		g := e.listener.gateway
@@ -88,4 +87,72 @@ func cloneRoute(r *networking.HTTPRoute) *networking.HTTPRoute {
 
 func cloneMatch(m *networking.HTTPMatchRequest) *networking.HTTPMatchRequest {
 	return proto.Clone(m).(*networking.HTTPMatchRequest)
+}
+
+// hostRoutes returns the routes a request for k.host meets, in order. Envoy
+// picks one virtual host per request, but the Gateway API matches across
+// every route whose hostname covers the request's: a route for
+// "*.example.com" still serves "shop.example.com" where the shop's own
+// routes do not match. So the routes of every wildcard host of the same
+// listener that covers k.host follow k.host's own, and the more specific
+// hostname ranks first: an exact name, then the longer wildcard, "*" last.
+// Within one hostname the precedence of the package doc applies. A route
+// naming several of these hostnames appears once, at its most specific.
+func (c *converter) hostRoutes(k hostKey, keys []hostKey) []*sortedRoute {
+	type ranked struct {
+		host  hostRank
+		route *sortedRoute
+	}
+	var all []ranked
+	seen := map[*sortedRoute]bool{}
+	add := func(host string) {
+		for _, r := range c.hosts[hostKey{istioGateway: k.istioGateway, host: host}].routes {
+			if !seen[r] {
+				seen[r] = true
+				all = append(all, ranked{host: rankHost(host), route: r})
+			}
+		}
+	}
+	add(k.host)
+	for _, other := range keys {
+		if other.istioGateway == k.istioGateway && other.host != k.host && covers(other.host, k.host) {
+			add(other.host)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b ranked) int {
+		if c := a.host.compare(b.host); c != 0 {
+			return c
+		}
+		return a.route.key.compare(b.route.key)
+	})
+	out := make([]*sortedRoute, len(all))
+	for i, r := range all {
+		out[i] = r.route
+	}
+	return out
+}
+
+// hostRank is how specific a matching hostname is.
+type hostRank struct {
+	exact  bool
+	length int
+}
+
+func rankHost(h string) hostRank { return hostRank{exact: !strings.HasPrefix(h, "*"), length: len(h)} }
+
+func (a hostRank) compare(b hostRank) int {
+	if a.exact != b.exact {
+		if a.exact {
+			return -1
+		}
+		return 1
+	}
+	return b.length - a.length
+}
+
+// covers reports whether wildcard hostname pattern matches every request
+// for host ("*" covers all; "*.example.com" covers "a.example.com" and
+// "*.a.example.com").
+func covers(pattern, host string) bool {
+	return pattern == "*" || wildcardMatches(pattern, host)
 }
