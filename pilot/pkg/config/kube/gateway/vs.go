@@ -50,12 +50,19 @@ func (c *converter) virtualServices() []config.Config {
 		}
 		return strings.Compare(a.host, b.host)
 	})
+	// Wildcard hostnames by listener, for hostRoutes.
+	wildcards := map[string][]string{}
+	for _, k := range keys {
+		if strings.HasPrefix(k.host, "*") {
+			wildcards[k.istioGateway] = append(wildcards[k.istioGateway], k.host)
+		}
+	}
 	var out []config.Config
 	names := map[string]bool{}
 	for _, k := range keys {
 		e := c.hosts[k]
 		vs := &networking.VirtualService{Hosts: []string{k.host}, Gateways: []string{k.istioGateway}}
-		for _, r := range c.hostRoutes(k, keys) {
+		for _, r := range c.hostRoutes(k, wildcards[k.istioGateway]) {
 			vs.Http = append(vs.Http, proto.Clone(r.route).(*networking.HTTPRoute))
 		}
 		g := e.listener.gateway
@@ -98,7 +105,7 @@ func cloneMatch(m *networking.HTTPMatchRequest) *networking.HTTPMatchRequest {
 // hostname ranks first: an exact name, then the longer wildcard, "*" last.
 // Within one hostname the precedence of the package doc applies. A route
 // naming several of these hostnames appears once, at its most specific.
-func (c *converter) hostRoutes(k hostKey, keys []hostKey) []*sortedRoute {
+func (c *converter) hostRoutes(k hostKey, wildcards []string) []*sortedRoute {
 	type ranked struct {
 		host  hostRank
 		route *sortedRoute
@@ -114,9 +121,9 @@ func (c *converter) hostRoutes(k hostKey, keys []hostKey) []*sortedRoute {
 		}
 	}
 	add(k.host)
-	for _, other := range keys {
-		if other.istioGateway == k.istioGateway && other.host != k.host && covers(other.host, k.host) {
-			add(other.host)
+	for _, w := range wildcards {
+		if w != k.host && covers(w, k.host) {
+			add(w)
 		}
 	}
 	slices.SortStableFunc(all, func(a, b ranked) int {
