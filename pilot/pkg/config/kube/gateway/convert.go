@@ -181,7 +181,7 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 			continue
 		}
 		name := IstioGatewayName(g.Name, l.Name)
-		out = append(out, config.Config{
+		cfg := config.Config{
 			Meta: config.Meta{Kind: schema.Gateway, Namespace: g.Namespace, Name: name,
 				Annotations:       map[string]string{model.NamespaceOnlyAnnotation: "true"},
 				CreationTimestamp: g.CreationTimestamp.Time, Source: src},
@@ -189,7 +189,12 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 				Selector: map[string]string{GatewayNameLabel: g.Name},
 				Servers:  []*networking.Server{server},
 			},
-		})
+		}
+		if err := checkGateway(cfg); err != nil {
+			c.errorf(src, field, "%v; listener skipped", err)
+			continue
+		}
+		out = append(out, cfg)
 		key := g.Namespace + "/" + g.Name
 		c.listeners[key] = append(c.listeners[key], &listener{gateway: g, spec: l, istioKey: g.Namespace + "/" + name})
 	}

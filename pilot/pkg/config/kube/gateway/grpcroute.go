@@ -42,6 +42,10 @@ func (c *converter) grpcRoute(order int, r *gw.GRPCRoute) {
 			if !isEmptyMatch(im) {
 				hr.Match = []*networking.HTTPMatchRequest{im}
 			}
+			if err := checkHTTPRoute(r.Namespace, hr); err != nil {
+				c.errorf(src, fmt.Sprintf("%s.matches[%d]", field, j), "%v; match skipped", err)
+				continue
+			}
 			routes = append(routes, &sortedRoute{key: key, route: hr})
 		}
 	}

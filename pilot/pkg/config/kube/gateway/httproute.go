@@ -44,6 +44,10 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 			if !replaces {
 				hr := cloneRoute(base)
 				hr.Name, hr.Match = name, mi.istioMatches(mi.pieces)
+				if err := checkHTTPRoute(r.Namespace, hr); err != nil {
+					c.errorf(src, mf, "%v; match skipped", err)
+					continue
+				}
 				routes = append(routes, &sortedRoute{key: mi.key, route: hr})
 				continue
 			}
@@ -56,6 +60,10 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 					hr.Match = []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/"}}}}
 				}
 				setPrefixReplacement(hr, piece.replacement(repl))
+				if err := checkHTTPRoute(r.Namespace, hr); err != nil {
+					c.errorf(src, mf, "%v; match skipped", err)
+					break
+				}
 				routes = append(routes, &sortedRoute{key: mi.key, route: hr})
 			}
 		}

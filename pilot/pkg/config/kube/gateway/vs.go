@@ -32,6 +32,9 @@ type hostRoutes struct {
 }
 
 func (c *converter) addRoutes(l *listener, host string, routes []*sortedRoute) {
+	if len(routes) == 0 {
+		return // a route whose every match was refused: no VirtualService
+	}
 	k := hostKey{istioGateway: l.istioKey, host: host}
 	e, ok := c.hosts[k]
 	if !ok {
