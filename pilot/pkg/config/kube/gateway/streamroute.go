@@ -35,11 +35,16 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 			name += "-" + hex.EncodeToString(sum[:4])
 		}
 		names[g.Namespace+"/"+name] = true
-		out = append(out, config.Config{
+		cfg := config.Config{
 			Meta: config.Meta{Kind: schema.VirtualService, Namespace: g.Namespace, Name: name,
 				CreationTimestamp: r.GetCreationTimestamp().Time, Source: Source(kind, r)},
 			Spec: vs,
-		})
+		}
+		if err := check(cfg, ""); err != nil {
+			c.errorf(Source(kind, r), "spec", "%v; not served on listener %s", err, a.listener.spec.Name)
+			return
+		}
+		out = append(out, cfg)
 	}
 	tls = slices.Clone(tls)
 	slices.SortFunc(tls, func(a, b *gw.TLSRoute) int { return compareObjects(a, b) })
