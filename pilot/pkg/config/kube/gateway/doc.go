@@ -88,8 +88,9 @@
 //
 // Filters map onto the VirtualService: RequestHeaderModifier and
 // ResponseHeaderModifier onto headers, RequestRedirect onto redirect,
-// URLRewrite onto rewrite (ReplacePrefixMatch as a prefix rewrite,
-// ReplaceFullPath as a regex rewrite of the whole path), RequestMirror onto
+// URLRewrite onto rewrite (ReplacePrefixMatch as a prefix rewrite, per
+// piece of the element-wise prefix, see match.go; ReplaceFullPath as a
+// regex rewrite of the whole path), RequestMirror onto
 // mirrors; backendRefs to Services become weighted destinations
 // NAME.NAMESPACE.svc.SUFFIX; timeouts.request becomes the route timeout.
 //
@@ -100,6 +101,19 @@
 // ReferenceGrant, a Service that does not exist, an unsupported filter or
 // kind) is reported as a config.Error naming the object and the field,
 // and everything else is still converted. A rule whose backends are all
-// refused answers 500, as the specification asks. Inputs are never
-// modified.
+// refused answers 500, as the specification asks. Every converted route
+// and listener is validated as the store validates Istio config (check.go)
+// before it joins a VirtualService shared with other routes, so a regex
+// that does not compile leaves out its own match, not its neighbours'.
+// Inputs are never modified.
+//
+// # Not yet
+//
+// Status (GatewayClass, Gateway, listener and route conditions), automated
+// deployment of the gateway proxies, file mode, certificates of another
+// namespace (even with a ReferenceGrant: the SDS seam reads a Gateway's own
+// namespace), backends that are ServiceEntries, a 500 for the share of an
+// invalid backend among valid ones (its weight goes to the others), and
+// Gateway API kinds whose CRD is installed after start (picked up at the
+// next restart).
 package gateway
