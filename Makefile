@@ -9,7 +9,7 @@ RACE      ?= -race
 KUBE_DEPS ?= kube-deps
 KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
-.PHONY: all build run test test-short vet fmt golden fuzz docker clean kube-deps crds
+.PHONY: all build run test test-short vet fmt golden fuzz docker clean kube-deps crds gateway-api-crds
 
 all: build
 
@@ -43,7 +43,7 @@ vet:
 
 # Regenerate the translation golden files after an intended output change.
 golden:
-	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis -run TestGolden -update
+	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis ./pilot/pkg/config/kube/gateway -run TestGolden -update
 
 # Each fuzzer runs FUZZTIME: the parser and validators, ADS request
 # handling (SotW and delta sequences over a real gRPC stream), and the
@@ -81,6 +81,19 @@ crds:
 	    $(ISTIO_CRD_KINDS) > manifests/crds/istio-networking.yaml.tmp && \
 	  mv manifests/crds/istio-networking.yaml.tmp manifests/crds/istio-networking.yaml
 	@grep -c '^kind: CustomResourceDefinition' manifests/crds/istio-networking.yaml
+
+# Refresh manifests/crds/gateway-api from the sigs.k8s.io/gateway-api version
+# in go.mod: the module's standard-channel CRDs of the kinds Wayfinder reads,
+# copied unchanged (each carries its bundle-version and channel annotations).
+GATEWAY_API_CRD_KINDS := gatewayclasses gateways httproutes grpcroutes referencegrants tlsroutes tcproutes
+
+gateway-api-crds:
+	@dir=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api) && \
+	  for k in $(GATEWAY_API_CRD_KINDS); do \
+	    cp "$$dir/config/crd/standard/gateway.networking.k8s.io_$$k.yaml" manifests/crds/gateway-api/ && \
+	    chmod 644 manifests/crds/gateway-api/gateway.networking.k8s.io_$$k.yaml || exit 1; \
+	  done
+	@cat manifests/crds/gateway-api/*.yaml | grep -c '^kind: CustomResourceDefinition'
 
 # The issue-6 benchmark matrix (services x gateways) against a fresh
 # pilot-discovery and the floor server; results under bench-results/.

@@ -1,6 +1,7 @@
 // Package manifests holds what `kubectl apply -k manifests/` installs: Istio's
-// networking CRDs (crds/) and the Wayfinder control plane (base/). They are
-// embedded so that tests apply exactly the files users apply.
+// networking CRDs (crds/) and the Wayfinder control plane (base/), and the
+// Kubernetes Gateway API CRDs (crds/gateway-api/, applied separately). They
+// are embedded so that tests apply exactly the files users apply.
 package manifests
 
 import (
@@ -17,7 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-//go:embed kustomization.yaml crds/*.yaml base/*.yaml
+//go:embed kustomization.yaml crds/*.yaml crds/gateway-api/*.yaml base/*.yaml
 var files embed.FS
 
 // FS is the embedded manifests: kustomization.yaml, crds/ and base/.
@@ -38,6 +39,28 @@ func (d Document) String() string { return fmt.Sprintf("%s#%d", d.File, d.Index)
 
 // CRDs returns the documents of CRDsFile.
 func CRDs() ([]Document, error) { return Documents(CRDsFile) }
+
+// GatewayAPICRDsDir holds the Gateway API CRDs, refreshed by
+// `make gateway-api-crds` from the sigs.k8s.io/gateway-api module.
+const GatewayAPICRDsDir = "crds/gateway-api"
+
+// GatewayAPICRDs returns the documents of every file that
+// crds/gateway-api/kustomization.yaml lists, in its order.
+func GatewayAPICRDs() ([]Document, error) {
+	names, err := KustomizationResources(GatewayAPICRDsDir)
+	if err != nil {
+		return nil, err
+	}
+	var docs []Document
+	for _, n := range names {
+		d, err := Documents(path.Join(GatewayAPICRDsDir, n))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
+	}
+	return docs, nil
+}
 
 // Base returns the documents of every file that base/kustomization.yaml
 // lists, in its order: the objects that make up the control plane.

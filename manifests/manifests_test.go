@@ -267,7 +267,11 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"networking.istio.io/gateways", "networking.istio.io/virtualservices",
 		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries",
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
-		"/services", "/pods", "/secrets", "discovery.k8s.io/endpointslices",
+		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
+		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
+		"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/grpcroutes",
+		"gateway.networking.k8s.io/tlsroutes", "gateway.networking.k8s.io/tcproutes",
+		"gateway.networking.k8s.io/referencegrants",
 	}
 	want := expand(read, "list", "watch")
 	want = append(want, "networking.k8s.io/ingresses/status:update")
@@ -344,6 +348,78 @@ func TestCRDs(t *testing.T) {
 	want := []string{"destinationrules.networking.istio.io", "gateways.networking.istio.io", "serviceentries.networking.istio.io", "virtualservices.networking.istio.io"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("CRDs %v, want %v", names, want)
+	}
+}
+
+// The Gateway API CRDs are the module's standard channel, one bundle
+// version, every file in crds/gateway-api listed by its kustomization, and
+// each kind serving v1.
+func TestGatewayAPICRDs(t *testing.T) {
+	listed, err := manifests.KustomizationResources(manifests.GatewayAPICRDsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fs.ReadDir(manifests.FS, manifests.GatewayAPICRDsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".yaml") && n != "kustomization.yaml" {
+			files = append(files, n)
+		}
+	}
+	if sorted := slices.Sorted(slices.Values(listed)); !slices.Equal(sorted, files) {
+		t.Errorf("%s/kustomization.yaml lists %v; the folder holds %v", manifests.GatewayAPICRDsDir, sorted, files)
+	}
+	docs, err := manifests.GatewayAPICRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, d := range docs {
+		var crd struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Spec struct {
+				Group string `json:"group"`
+				Names struct {
+					Kind string `json:"kind"`
+				} `json:"names"`
+				Versions []struct {
+					Name   string `json:"name"`
+					Served bool   `json:"served"`
+				} `json:"versions"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(d.YAML, &crd); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if crd.Kind != "CustomResourceDefinition" || crd.Spec.Group != "gateway.networking.k8s.io" {
+			t.Errorf("%s: kind %q group %q", d, crd.Kind, crd.Spec.Group)
+		}
+		if v := crd.Metadata.Annotations["gateway.networking.k8s.io/bundle-version"]; v != "v1.6.3" {
+			t.Errorf("%s: bundle-version %q, want v1.6.3 (the version in go.mod)", d, v)
+		}
+		if ch := crd.Metadata.Annotations["gateway.networking.k8s.io/channel"]; ch != "standard" {
+			t.Errorf("%s: channel %q, want standard", d, ch)
+		}
+		if !slices.ContainsFunc(crd.Spec.Versions, func(v struct {
+			Name   string `json:"name"`
+			Served bool   `json:"served"`
+		}) bool {
+			return v.Name == "v1" && v.Served
+		}) {
+			t.Errorf("%s: v1 not served", d)
+		}
+		kinds = append(kinds, crd.Spec.Names.Kind)
+	}
+	slices.Sort(kinds)
+	want := []string{"GRPCRoute", "Gateway", "GatewayClass", "HTTPRoute", "ReferenceGrant", "TCPRoute", "TLSRoute"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("Gateway API CRDs %v, want %v", kinds, want)
 	}
 }
 

@@ -142,6 +142,11 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	if m.ingress != nil {
 		sources = append(sources, m.ingress)
 	}
+	gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix)
+	if err != nil {
+		return fail(err)
+	}
+	sources = append(sources, gwapi)
 	for i, build := range opts.ExtraKubeSources {
 		src, err := build(m.clients)
 		if err != nil {

@@ -127,7 +127,7 @@ func (ps *PushContext) Gateways() []config.Config { return ps.gateways }
 func (ps *PushContext) GatewaysForProxy(p *Proxy) []config.Config {
 	var out []config.Config
 	for _, gw := range ps.gateways {
-		if SubsetLabelsMatch(gw.Spec.(*networking.Gateway).GetSelector(), p.Labels) {
+		if SubsetLabelsMatch(gw.Spec.(*networking.Gateway).GetSelector(), p.Labels) && servesProxyNamespace(gw, p) {
 			out = append(out, gw)
 		}
 	}

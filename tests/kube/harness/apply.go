@@ -91,13 +91,18 @@ func applyDocs(ctx context.Context, cfg *rest.Config, opts ApplyOptions, docs []
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// applyCRDs applies manifests/crds and waits until every CRD is Established,
-// i.e. its resources are served.
+// applyCRDs applies manifests/crds (Istio's) and manifests/crds/gateway-api
+// and waits until every CRD is Established, i.e. its resources are served.
 func applyCRDs(ctx context.Context, cfg *rest.Config) error {
 	docs, err := manifests.CRDs()
 	if err != nil {
 		return err
 	}
+	gw, err := manifests.GatewayAPICRDs()
+	if err != nil {
+		return err
+	}
+	docs = append(docs, gw...)
 	raw := make([][]byte, len(docs))
 	for i, d := range docs {
 		raw[i] = d.YAML

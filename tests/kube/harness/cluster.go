@@ -1,6 +1,7 @@
 // Package harness runs a real Kubernetes API server for tests: etcd and
 // kube-apiserver on loopback, random free ports, a temporary data directory,
-// token authentication and RBAC, and Istio's networking CRDs applied.
+// token authentication and RBAC, and Istio's networking CRDs and the Gateway
+// API CRDs (manifests/crds/gateway-api) applied.
 // There are no kubelets or controllers: tests create the objects (Services,
 // EndpointSlices, Pods, Istio config) a control plane reads.
 //
@@ -134,7 +135,7 @@ func (c *Cluster) start() error {
 		return err
 	}
 	if err := applyCRDs(ctx, c.RESTConfig()); err != nil {
-		return fmt.Errorf("applying Istio CRDs: %w", err)
+		return fmt.Errorf("applying Istio and Gateway API CRDs: %w", err)
 	}
 	return setupRestrictedRoles(ctx, c.Clientset())
 }

@@ -199,6 +199,27 @@ func TestIstioCRDsServed(t *testing.T) {
 	}
 }
 
+// The Gateway API CRDs are served: the standard kinds as
+// gateway.networking.k8s.io/v1, TLSRoute and TCPRoute included.
+func TestGatewayAPICRDsServed(t *testing.T) {
+	c := cluster.Get(t)
+	res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.APIResources {
+		if !strings.Contains(r.Name, "/") {
+			got = append(got, r.Name)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"gatewayclasses", "gateways", "grpcroutes", "httproutes", "referencegrants", "tcproutes", "tlsroutes"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("gateway.networking.k8s.io/v1 serves %v, want %v", got, want)
+	}
+}
+
 // The restricted user reads only where AllowRestricted let it: elsewhere
 // and cluster-wide the server answers Forbidden.
 func TestRestrictedUser(t *testing.T) {

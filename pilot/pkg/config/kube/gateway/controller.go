@@ -1,0 +1,549 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	gw "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/queue"
+)
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	// Client reads the Gateway API kinds. Required.
+	Client gwclient.Interface
+	// Kube reads Services and Namespaces, and discovers which Gateway API
+	// kinds the API server serves. Required.
+	Kube kubernetes.Interface
+	// Namespaces limits the watch of namespaced kinds; empty is all.
+	Namespaces []string
+	// Queue carries events to handlers: the control plane's shared queue,
+	// run by its owner. Required.
+	Queue *queue.Queue
+	// Convert tunes conversion.
+	Convert Options
+	// Clock paces the wait for the first sync; default the real clock.
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// Controller is a Kubernetes config source: it watches GatewayClasses,
+// Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes and
+// ReferenceGrants (those whose CRD is installed), the Services backends
+// name and the Namespaces allowedRoutes selectors read, converts
+// everything (Convert) on every change, and tells registered handlers
+// which generated Gateways and VirtualServices were added, updated or
+// deleted, through the shared queue like every other source.
+//
+// Which kinds are served is discovered once, when Run starts: a kind whose
+// CRD is not installed is skipped with one log line and never holds back
+// readiness. A CRD installed later is picked up at the next restart.
+type Controller struct {
+	opts ControllerOptions
+	log  *slog.Logger
+
+	pending atomic.Bool // a conversion is queued
+
+	mu        sync.RWMutex
+	lists     lists
+	regs      []registration
+	objects   map[config.Key]config.Config
+	errs      []*config.Error
+	handlers  map[schema.Kind][]model.EventHandler
+	loaded    bool // the first conversion after sync has run
+	synced    atomic.Bool
+	syncedCh  chan struct{}
+	factories []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}
+}
+
+// lists reads the informers' caches; a nil func is a kind not watched.
+type lists struct {
+	classes    func() ([]*gw.GatewayClass, error)
+	gateways   []func() ([]*gw.Gateway, error)
+	routes     []func() ([]*gw.HTTPRoute, error)
+	grpcRoutes []func() ([]*gw.GRPCRoute, error)
+	tlsRoutes  []func() ([]*gw.TLSRoute, error)
+	tcpRoutes  []func() ([]*gw.TCPRoute, error)
+	grants     []func() ([]*gw.ReferenceGrant, error)
+	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
+	namespaces listerscorev1.NamespaceLister
+}
+
+// registration is one informer handler, and whether the API server
+// refused the watch (RBAC).
+type registration struct {
+	what   string
+	reg    cache.ResourceEventHandlerRegistration
+	denied *atomic.Bool
+}
+
+var (
+	_ model.ConfigStoreController = (*Controller)(nil)
+	_ model.ConfigErrorReporter   = (*Controller)(nil)
+)
+
+// NewController checks its options; nothing is watched before Run.
+func NewController(opts ControllerOptions) (*Controller, error) {
+	if opts.Client == nil || opts.Kube == nil || opts.Queue == nil {
+		return nil, errors.New("gateway: Client, Kube and Queue are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Controller{
+		opts: opts, log: opts.Logger.With("source", "gateway-api"),
+		objects: map[config.Key]config.Config{}, handlers: map[schema.Kind][]model.EventHandler{},
+		syncedCh: make(chan struct{}),
+	}, nil
+}
+
+// servedKinds returns the resources of gateway.networking.k8s.io/v1 the
+// API server serves; none when the group is not installed.
+func (c *Controller) servedKinds() map[string]bool {
+	out := map[string]bool{}
+	res, err := c.opts.Kube.Discovery().ServerResourcesForGroupVersion(gw.GroupVersion.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			c.log.Info("Gateway API CRDs are not installed; Gateway API objects are not served", "groupVersion", gw.GroupVersion.String())
+		} else {
+			c.log.Error("cannot discover the Gateway API kinds; Gateway API objects are not served", "error", err)
+		}
+		return out
+	}
+	for _, r := range res.APIResources {
+		out[r.Name] = true
+	}
+	return out
+}
+
+// watch builds the informers of the served kinds. Run calls it once.
+func (c *Controller) watch() error {
+	served := c.servedKinds()
+	namespaces := slices.Clone(c.opts.Namespaces)
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	every := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.schedule() },
+		UpdateFunc: func(any, any) { c.schedule() },
+		DeleteFunc: func(any) { c.schedule() },
+	}
+	// A Service matters for whether it exists and its ports.
+	services := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.schedule() },
+		UpdateFunc: func(o, n any) {
+			a, aok := o.(*corev1.Service)
+			b, bok := n.(*corev1.Service)
+			if !aok || !bok || !slices.EqualFunc(a.Spec.Ports, b.Spec.Ports, func(x, y corev1.ServicePort) bool { return x.Port == y.Port }) {
+				c.schedule()
+			}
+		},
+		DeleteFunc: func(any) { c.schedule() },
+	}
+	var l lists
+	l.services = map[string]listerscorev1.ServiceLister{}
+	want := func(resource string) bool {
+		if served[resource] {
+			return true
+		}
+		if len(served) > 0 {
+			c.log.Info("Gateway API kind not installed; skipped", "resource", resource+"."+gw.GroupName)
+		}
+		return false
+	}
+	useClasses, useGateways, useGrants := want("gatewayclasses"), want("gateways"), want("referencegrants")
+	useRoutes, useGRPC, useTLS, useTCP := want("httproutes"), want("grpcroutes"), want("tlsroutes"), want("tcproutes")
+	if !useClasses && !useGateways {
+		// Nothing can be served: no informer, nothing to wait for.
+		return nil
+	}
+	for _, ns := range namespaces {
+		f := gwinformers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0, gwinformers.WithNamespace(ns))
+		kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
+		c.factories = append(c.factories, f, kf)
+		v1 := f.Gateway().V1()
+		if useGateways {
+			inf := v1.Gateways()
+			l.gateways = append(l.gateways, func() ([]*gw.Gateway, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("Gateways in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useRoutes {
+			inf := v1.HTTPRoutes()
+			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("HTTPRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useGRPC {
+			inf := v1.GRPCRoutes()
+			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("GRPCRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useTLS {
+			inf := v1.TLSRoutes()
+			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("TLSRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useTCP {
+			inf := v1.TCPRoutes()
+			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("TCPRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		if useGrants {
+			inf := v1.ReferenceGrants()
+			l.grants = append(l.grants, func() ([]*gw.ReferenceGrant, error) { return inf.Lister().List(labels.Everything()) })
+			if err := c.register("ReferenceGrants in "+nsName(ns), inf.Informer(), every); err != nil {
+				return err
+			}
+		}
+		svc := kf.Core().V1().Services()
+		l.services[ns] = svc.Lister()
+		if err := c.register("Services in "+nsName(ns), svc.Informer(), services); err != nil {
+			return err
+		}
+	}
+	// GatewayClasses and Namespaces are cluster-scoped.
+	f := gwinformers.NewSharedInformerFactory(c.opts.Client, 0)
+	kf := informers.NewSharedInformerFactory(c.opts.Kube, 0)
+	c.factories = append(c.factories, f, kf)
+	if useClasses {
+		inf := f.Gateway().V1().GatewayClasses()
+		l.classes = func() ([]*gw.GatewayClass, error) { return inf.Lister().List(labels.Everything()) }
+		if err := c.register("GatewayClasses", inf.Informer(), every); err != nil {
+			return err
+		}
+	}
+	nsInf := kf.Core().V1().Namespaces()
+	l.namespaces = nsInf.Lister()
+	if err := c.register("Namespaces", nsInf.Informer(), every); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.lists = l
+	c.mu.Unlock()
+	return nil
+}
+
+func nsName(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}
+
+// register adds h to inf. A forbidden watch is reported and treated as
+// empty, so the first push does not wait for it; the informer keeps
+// retrying and picks it up once access is granted.
+func (c *Controller) register(what string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+	denied := &atomic.Bool{}
+	if err := inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) {
+			if !denied.Swap(true) {
+				c.log.Error("watch forbidden by RBAC; treated as empty", "watch", what, "error", err)
+			}
+			return
+		}
+		c.log.Warn("watch failed; retrying", "watch", what, "error", err)
+	}); err != nil {
+		return fmt.Errorf("gateway: %s: %w", what, err)
+	}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("gateway: %s: %w", what, err)
+	}
+	c.mu.Lock()
+	c.regs = append(c.regs, registration{what: what, reg: reg, denied: denied})
+	c.mu.Unlock()
+	return nil
+}
+
+// schedule queues one conversion; changes arriving before it runs share it.
+func (c *Controller) schedule() {
+	if c.pending.Swap(true) {
+		return
+	}
+	c.opts.Queue.Push(c.convert)
+}
+
+// input reads everything conversion needs from the caches.
+func (c *Controller) input() (Input, error) {
+	c.mu.RLock()
+	l := c.lists
+	c.mu.RUnlock()
+	var in Input
+	var err error
+	if l.classes != nil {
+		if in.GatewayClasses, err = l.classes(); err != nil {
+			return in, err
+		}
+	}
+	if in.Gateways, err = listAll(l.gateways); err != nil {
+		return in, err
+	}
+	if in.HTTPRoutes, err = listAll(l.routes); err != nil {
+		return in, err
+	}
+	if in.GRPCRoutes, err = listAll(l.grpcRoutes); err != nil {
+		return in, err
+	}
+	if in.TLSRoutes, err = listAll(l.tlsRoutes); err != nil {
+		return in, err
+	}
+	if in.TCPRoutes, err = listAll(l.tcpRoutes); err != nil {
+		return in, err
+	}
+	if in.ReferenceGrants, err = listAll(l.grants); err != nil {
+		return in, err
+	}
+	in.Services = func(namespace, name string) *corev1.Service {
+		sl, ok := l.services[namespace]
+		if !ok {
+			sl, ok = l.services[""]
+		}
+		if !ok {
+			return nil
+		}
+		s, err := sl.Services(namespace).Get(name)
+		if err != nil {
+			return nil
+		}
+		return s
+	}
+	in.Namespaces = func(name string) map[string]string {
+		if l.namespaces == nil {
+			return nil
+		}
+		ns, err := l.namespaces.Get(name)
+		if err != nil {
+			return nil
+		}
+		return ns.Labels
+	}
+	return in, nil
+}
+
+func listAll[T any](fs []func() ([]T, error)) ([]T, error) {
+	var out []T
+	for _, f := range fs {
+		list, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
+// convert runs on the queue: it converts everything, stores the result
+// and tells the handlers what changed.
+func (c *Controller) convert() error {
+	c.pending.Store(false)
+	c.mu.RLock()
+	loaded := c.loaded
+	c.mu.RUnlock()
+	if !loaded {
+		return nil // the first conversion runs once the informers synced
+	}
+	in, err := c.input()
+	if err != nil {
+		return err
+	}
+	cfgs, errs := Convert(in, c.opts.Convert)
+	for _, e := range errs {
+		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
+	}
+	next := make(map[config.Key]config.Config, len(cfgs))
+	for _, cfg := range cfgs {
+		next[cfg.Key()] = cfg
+	}
+	type event struct {
+		old, cur config.Config
+		ev       model.Event
+	}
+	var events []event
+	c.mu.Lock()
+	for _, cfg := range cfgs {
+		old, ok := c.objects[cfg.Key()]
+		switch {
+		case !ok:
+			events = append(events, event{cur: cfg, ev: model.EventAdd})
+		case !config.SameContent(old, cfg):
+			events = append(events, event{old: old, cur: cfg, ev: model.EventUpdate})
+		}
+	}
+	for key, old := range c.objects {
+		if _, ok := next[key]; !ok {
+			events = append(events, event{old: old, cur: old, ev: model.EventDelete})
+		}
+	}
+	c.objects, c.errs = next, errs
+	handlers := make(map[schema.Kind][]model.EventHandler, len(c.handlers))
+	for k, hs := range c.handlers {
+		handlers[k] = slices.Clone(hs)
+	}
+	c.mu.Unlock()
+
+	slices.SortFunc(events, func(a, b event) int { return compareKey(a.cur.Key(), b.cur.Key()) })
+	for _, e := range events {
+		for _, h := range handlers[e.cur.Kind] {
+			h(e.old, e.cur, e.ev)
+		}
+	}
+	return nil
+}
+
+func compareKey(a, b config.Key) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// Get returns the generated object or nil. Do not mutate it.
+func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	obj, ok := c.objects[config.Key{Kind: kind, Namespace: namespace, Name: name}]
+	if !ok {
+		return nil
+	}
+	return &obj
+}
+
+// List returns the generated objects of kind in namespace ("" for all),
+// sorted by namespace then name.
+func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
+	c.mu.RLock()
+	var out []config.Config
+	for _, obj := range c.objects {
+		if obj.Kind == kind && (namespace == "" || obj.Namespace == namespace) {
+			out = append(out, obj)
+		}
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(out, func(a, b config.Config) int { return compareKey(a.Key(), b.Key()) })
+	return out
+}
+
+// ConfigErrors returns what the last conversion could not convert, and the
+// watches the API server refuses.
+func (c *Controller) ConfigErrors() []*config.Error {
+	c.mu.RLock()
+	out := slices.Clone(c.errs)
+	regs := slices.Clone(c.regs)
+	c.mu.RUnlock()
+	for _, r := range regs {
+		if r.denied.Load() && !r.reg.HasSynced() {
+			out = append(out, &config.Error{Source: "Kubernetes watch of " + r.what,
+				Message: "forbidden by RBAC; treated as empty until access is granted"})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *config.Error) int { return cmp.Compare(a.Source, b.Source) })
+	return out
+}
+
+// RegisterEventHandler adds handler for kind (Gateway or VirtualService).
+// It runs on the queue, ordered with events: the handler is first given an
+// add for every object already converted.
+func (c *Controller) RegisterEventHandler(kind schema.Kind, handler model.EventHandler) {
+	c.opts.Queue.Push(func() error {
+		c.mu.Lock()
+		c.handlers[kind] = append(c.handlers[kind], handler)
+		c.mu.Unlock()
+		for _, obj := range c.List(kind, "") {
+			handler(config.Config{}, obj, model.EventAdd)
+		}
+		return nil
+	})
+}
+
+// HasSynced reports whether the informers have listed everything and the
+// resulting objects have been given to the handlers.
+func (c *Controller) HasSynced() bool { return c.synced.Load() }
+
+// Synced is closed when HasSynced becomes true.
+func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
+
+// syncPoll is how often Run checks the informers during the first sync.
+const syncPoll = 20 * time.Millisecond
+
+// Run discovers the served kinds, starts their informers, queues the first
+// conversion once they have synced (or been refused), and returns when ctx
+// is cancelled and every informer has stopped.
+func (c *Controller) Run(ctx context.Context) {
+	if err := c.watch(); err != nil {
+		c.log.Error("Gateway API not watched", "error", err)
+	}
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	defer func() {
+		for _, f := range c.factories {
+			f.Shutdown()
+		}
+	}()
+	t := c.opts.Clock.NewTicker(syncPoll)
+	defer t.Stop()
+	for !c.informersSynced() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+	c.opts.Queue.Push(func() error {
+		c.mu.Lock()
+		c.loaded = true
+		c.mu.Unlock()
+		err := c.convert()
+		if !c.synced.Swap(true) {
+			close(c.syncedCh)
+			c.log.Info("Gateway API config synced", "objects", len(c.List(schema.Gateway, ""))+len(c.List(schema.VirtualService, "")))
+		}
+		return err
+	})
+	<-ctx.Done()
+}
+
+func (c *Controller) informersSynced() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, r := range c.regs {
+		if !r.reg.HasSynced() && !r.denied.Load() {
+			return false
+		}
+	}
+	return true
+}

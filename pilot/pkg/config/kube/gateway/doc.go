@@ -1,0 +1,119 @@
+// Package gateway converts the Kubernetes Gateway API
+// (gateway.networking.k8s.io, sigs.k8s.io/gateway-api v1.6.3) into the
+// Gateway and VirtualService configs the rest of the pipeline already
+// serves, as package ingress does for Ingress and as istiod does.
+//
+// # Why conversion into Istio's model
+//
+// Wayfinder's translators (listeners, routes, clusters, SDS) read Istio
+// config from one push context. Converting Gateway API objects into that
+// model, rather than feeding both APIs into a new intermediate
+// representation (Envoy Gateway's way), keeps one set of translators, one
+// set of goldens and one validation path, and makes every Istio feature the
+// route translator has (header operations, mirrors, retries, rewrites)
+// available to HTTPRoute filters at once. What the Gateway API adds on top,
+// attachment rules, ReferenceGrants and its route precedence, is decided
+// here, before the translator sees anything.
+//
+// # Version
+//
+// sigs.k8s.io/gateway-api v1.6.3 is the newest release that builds with Go
+// 1.26, which Wayfinder stays on; v1.7.0 needs Go 1.27. Its standard
+// channel already serves TLSRoute and TCPRoute as v1, so the CRDs in
+// manifests/crds/gateway-api are all standard channel.
+//
+// # What a Gateway becomes
+//
+//   - A GatewayClass is handled when spec.controllerName is ControllerName
+//     (wayfinder.io/gateway-controller); Gateways of other classes are left
+//     to their controllers.
+//   - Each listener of a handled Gateway becomes one Istio Gateway,
+//     "GATEWAY-LISTENER-gwapi" in the Gateway's namespace, with one server:
+//     the listener's port and protocol (HTTP; HTTPS terminating with the
+//     certificateRefs Secret; TLS passing through, or terminating like
+//     HTTPS; TCP), its hostname or "*". One Istio Gateway per
+//     listener lets a route attach to a single listener (sectionName) and be
+//     bound only there.
+//   - Its selector is gateway.networking.k8s.io/gateway-name: GATEWAY, and it
+//     carries model.NamespaceOnlyAnnotation, so it is served only to proxies
+//     of the Gateway's own namespace: a Gateway of namespace A never reaches
+//     a proxy of namespace B that happens to carry the same label.
+//
+// # What an HTTPRoute becomes
+//
+// A route attaches to the listeners its parentRefs name (sectionName, port)
+// that allow it (allowedRoutes namespaces Same, All or Selector, and kinds)
+// and whose hostname intersects the route's hostnames. The attached rules
+// are then regrouped: one VirtualService per Istio Gateway (listener) and
+// hostname, "GATEWAY-LISTENER-HOST-gwapi" in the Gateway's namespace (dots
+// become dashes, "*" becomes "wildcard"), holding every match of every
+// route attached there. Each HTTPRouteMatch is its own Istio HTTP route, and
+// they are pre-sorted by the Gateway API's precedence:
+//
+//  0. the more specific hostname: the routes of the VirtualService's own
+//     hostname, then those of every wildcard hostname of the same listener
+//     covering it ("*.example.com", then "*"), since the Gateway API
+//     matches across all of them while Envoy picks one virtual host;
+//  1. an Exact path, then a RegularExpression path, then a PathPrefix, each
+//     longest first;
+//  2. a method match before none;
+//  3. more header matches first, then more query parameter matches;
+//  4. the oldest route, then namespace/name alphabetically;
+//  5. the order of rules and matches within the route.
+//
+// Because each hostname of a listener has exactly one VirtualService, the
+// shared route translator, which keeps a VirtualService's routes in the
+// order written, emits the Gateway API's order and never Istio's
+// oldest-VirtualService-first order across routes. A route's hostnames are
+// narrowed to the listener's: "*.example.com" on the listener and
+// "a.example.com" on the route give "a.example.com"; a route without
+// hostnames takes the listener's.
+//
+// A GRPCRoute is converted the same way onto the request path
+// "/SERVICE/METHOD": service and method exact as an exact path (ranked as
+// Exact), a service alone as the prefix "/SERVICE/" (ranked as PathPrefix),
+// a method alone or a RegularExpression as a regex (ranked as
+// RegularExpression), more characters of service and method first. Its
+// routes are sorted together with the HTTPRoutes of the same hostname.
+// The backend Service's port name must announce HTTP/2 (grpc-*, http2-*)
+// for the cluster to speak it, as for any Istio destination.
+//
+// TLSRoutes and TCPRoutes go onto the TLS passthrough and TCP translation
+// (see streamroute.go): a VirtualService per route and listener, with a
+// tls route matching the SNI names on a Passthrough listener, or a tcp
+// route on a Terminate TLS or a TCP listener. These VirtualServices are
+// dated like their route, so the translator's oldest-first rule gives a
+// contested listener or SNI name to the oldest route, as the Gateway API
+// asks.
+//
+// Filters map onto the VirtualService: RequestHeaderModifier and
+// ResponseHeaderModifier onto headers, RequestRedirect onto redirect,
+// URLRewrite onto rewrite (ReplacePrefixMatch as a prefix rewrite, per
+// piece of the element-wise prefix, see match.go; ReplaceFullPath as a
+// regex rewrite of the whole path), RequestMirror onto
+// mirrors; backendRefs to Services become weighted destinations
+// NAME.NAMESPACE.svc.SUFFIX; timeouts.request becomes the route timeout.
+//
+// # Refusals
+//
+// Conversion is pure and best effort, like Ingress conversion: what cannot
+// be served (a backend or certificate in another namespace without a
+// ReferenceGrant, a Service that does not exist, an unsupported filter or
+// kind) is reported as a config.Error naming the object and the field,
+// and everything else is still converted. A rule whose backends are all
+// refused answers 500, as the specification asks. Every converted route
+// and listener is validated as the store validates Istio config (check.go)
+// before it joins a VirtualService shared with other routes, so a regex
+// that does not compile leaves out its own match, not its neighbours'.
+// Inputs are never modified.
+//
+// # Not yet
+//
+// Status (GatewayClass, Gateway, listener and route conditions), automated
+// deployment of the gateway proxies, file mode, certificates of another
+// namespace (even with a ReferenceGrant: the SDS seam reads a Gateway's own
+// namespace), backends that are ServiceEntries, a 500 for the share of an
+// invalid backend among valid ones (its weight goes to the others), and
+// Gateway API kinds whose CRD is installed after start (picked up at the
+// next restart).
+package gateway
