@@ -422,17 +422,7 @@ func sdsNames(ts *core.TransportSocket, out map[string]bool) {
 	if ts.GetTypedConfig().UnmarshalTo(tc) != nil {
 		return
 	}
-	common := tc.GetCommonTlsContext()
-	add := func(c *tlsv3.SdsSecretConfig) {
-		if c.GetName() != "" && c.GetSdsConfig().GetAds() != nil {
-			out[c.GetName()] = true
-		}
-	}
-	for _, c := range common.GetTlsCertificateSdsSecretConfigs() {
-		add(c)
-	}
-	add(common.GetValidationContextSdsSecretConfig())
-	add(common.GetCombinedValidationContext().GetValidationContextSdsSecretConfig())
+	commonSDSNames(tc.GetCommonTlsContext(), out)
 }
 
 // prune makes referring and referenced resources consistent, as ADS
@@ -534,4 +524,19 @@ func gatewayResources(in *interner, scope string, r GatewayResources) (listeners
 	ss, e3 := prepare(in, sdsIdx, scope, r.Secrets)
 	ls, t, e4 := prune(ls, ldsIdx, map[int][]*res{rdsIdx: rs, sdsIdx: ss})
 	return newTypeSet(ls), newTypeSet(t[rdsIdx]), newTypeSet(t[sdsIdx]), slices.Concat(r.Errors, e1, e2, e3, e4)
+}
+
+// commonSDSNames adds the SDS secrets a TLS context (downstream or
+// upstream) fetches over ADS: its certificates and its validation context.
+func commonSDSNames(common *tlsv3.CommonTlsContext, out map[string]bool) {
+	add := func(c *tlsv3.SdsSecretConfig) {
+		if c.GetName() != "" && c.GetSdsConfig().GetAds() != nil {
+			out[c.GetName()] = true
+		}
+	}
+	for _, c := range common.GetTlsCertificateSdsSecretConfigs() {
+		add(c)
+	}
+	add(common.GetValidationContextSdsSecretConfig())
+	add(common.GetCombinedValidationContext().GetValidationContextSdsSecretConfig())
 }

@@ -21,17 +21,7 @@ func upstreamSDSNames(ts *core.TransportSocket, out map[string]bool) {
 	if ts.GetTypedConfig().UnmarshalTo(tc) != nil {
 		return
 	}
-	common := tc.GetCommonTlsContext()
-	add := func(c *tlsv3.SdsSecretConfig) {
-		if c.GetName() != "" && c.GetSdsConfig().GetAds() != nil {
-			out[c.GetName()] = true
-		}
-	}
-	for _, c := range common.GetTlsCertificateSdsSecretConfigs() {
-		add(c)
-	}
-	add(common.GetValidationContextSdsSecretConfig())
-	add(common.GetCombinedValidationContext().GetValidationContextSdsSecretConfig())
+	commonSDSNames(tc.GetCommonTlsContext(), out)
 }
 
 // withUpstreamSecrets interns a gateway group's upstream secrets (the

@@ -1,13 +1,11 @@
 package core
 
 import (
-	"crypto/tls"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -77,7 +75,7 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, scop
 			continue
 		}
 		if c.cert {
-			sec, problem := clientCertSecret(c.cred.ResourceName, ref, store)
+			sec, problem := listener.LoadKeyPair(c.cred.ResourceName, ref, store)
 			why := ""
 			if problem != "" {
 				problem = fmt.Sprintf("Secret %s %s", ref, problem)
@@ -139,32 +137,6 @@ func upstreamCredentials(push *model.PushContext) (map[string]*upstreamCredentia
 		}
 	}
 	return creds, errs
-}
-
-// clientCertSecret reads the client certificate and key of ref, named
-// resource as the clusters reference it.
-func clientCertSecret(resource string, ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
-	if store == nil {
-		return nil, "does not exist (or holds no tls.crt and tls.key)"
-	}
-	cert, key, ok := store.Secret(ref.Namespace, ref.Name)
-	if !ok {
-		return nil, "does not exist (or holds no tls.crt and tls.key)"
-	}
-	if _, err := tls.X509KeyPair(cert, key); err != nil {
-		return nil, "holds no usable certificate and key: " + strings.TrimPrefix(err.Error(), "tls: ")
-	}
-	sec := &tlsv3.Secret{
-		Name: resource,
-		Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
-			CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cert}},
-			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: key}},
-		}},
-	}
-	if err := sec.ValidateAll(); err != nil {
-		return nil, "would be rejected by Envoy: " + err.Error()
-	}
-	return sec, ""
 }
 
 // upstreamSecretsFor reads the DestinationRule credentials for the

@@ -127,7 +127,7 @@ func (b *secretBuilder) verdict(resource string, c model.Credential, load func(s
 // loadCert reads the certificate and key; a missing Secret needs no
 // SubjectAccessReview, so the refusal is asked only of one that exists.
 func (b *secretBuilder) loadCert(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef) {
-	sec, problem := loadSecret(resource, ref, b.store)
+	sec, problem := LoadKeyPair(resource, ref, b.store)
 	if problem != "" {
 		return nil, problem, "", model.SecretRef{}
 	}
@@ -176,10 +176,11 @@ func (b *secretBuilder) check(s model.GatewayServer, resource string, v verdict,
 	return true
 }
 
-// loadSecret reads ref and checks that Envoy can use it: a PEM certificate
+// LoadKeyPair reads ref and checks that Envoy can use it: a PEM certificate
 // chain with its matching private key. It returns the secret, named
-// resource, or why not. The reason never quotes the Secret's data.
-func loadSecret(resource string, ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
+// resource, or why not. The reason never quotes the Secret's data. Server
+// certificates and upstream client certificates are both read with it.
+func LoadKeyPair(resource string, ref model.SecretRef, store model.SecretStore) (*tlsv3.Secret, string) {
 	if store == nil {
 		return nil, "does not exist (or holds no tls.crt and tls.key)"
 	}
