@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +20,7 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -65,12 +63,11 @@ type Controller struct {
 
 	pending atomic.Bool // a conversion is queued
 
+	objects generated.Set
+	watches generated.Watches
+
 	mu        sync.RWMutex
 	lists     lists
-	regs      []registration
-	objects   map[config.Key]config.Config
-	errs      []*config.Error
-	handlers  map[schema.Kind][]model.EventHandler
 	loaded    bool // the first conversion after sync has run
 	synced    atomic.Bool
 	syncedCh  chan struct{}
@@ -93,14 +90,6 @@ type lists struct {
 	namespaces listerscorev1.NamespaceLister
 }
 
-// registration is one informer handler, and whether the API server
-// refused the watch (RBAC).
-type registration struct {
-	what   string
-	reg    cache.ResourceEventHandlerRegistration
-	denied *atomic.Bool
-}
-
 var (
 	_ model.ConfigStoreController = (*Controller)(nil)
 	_ model.ConfigErrorReporter   = (*Controller)(nil)
@@ -117,11 +106,12 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Controller{
+	c := &Controller{
 		opts: opts, log: opts.Logger.With("source", "gateway-api"),
-		objects: map[config.Key]config.Config{}, handlers: map[schema.Kind][]model.EventHandler{},
 		syncedCh: make(chan struct{}),
-	}, nil
+	}
+	c.watches = generated.Watches{Name: "gateway", Log: c.log}
+	return c, nil
 }
 
 // servedKinds returns the resources of gateway.networking.k8s.io/v1 the
@@ -150,11 +140,7 @@ func (c *Controller) watch() error {
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	every := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.schedule() },
-		UpdateFunc: func(any, any) { c.schedule() },
-		DeleteFunc: func(any) { c.schedule() },
-	}
+	every := generated.OnAny(c.schedule)
 	// A Service matters for whether it exists and its ports.
 	services := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.schedule() },
@@ -192,48 +178,48 @@ func (c *Controller) watch() error {
 		if useGateways {
 			inf := v1.Gateways()
 			l.gateways = append(l.gateways, func() ([]*gw.Gateway, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.register("Gateways in "+nsName(ns), inf.Informer(), every); err != nil {
+			if err := c.watches.Register("Gateways in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useRoutes {
 			inf := v1.HTTPRoutes()
 			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.register("HTTPRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+			if err := c.watches.Register("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useGRPC {
 			inf := v1.GRPCRoutes()
 			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.register("GRPCRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+			if err := c.watches.Register("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useTLS {
 			inf := v1.TLSRoutes()
 			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.register("TLSRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+			if err := c.watches.Register("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useTCP {
 			inf := v1.TCPRoutes()
 			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.register("TCPRoutes in "+nsName(ns), inf.Informer(), every); err != nil {
+			if err := c.watches.Register("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useGrants {
 			inf := v1.ReferenceGrants()
 			l.grants = append(l.grants, func() ([]*gw.ReferenceGrant, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.register("ReferenceGrants in "+nsName(ns), inf.Informer(), every); err != nil {
+			if err := c.watches.Register("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		svc := kf.Core().V1().Services()
 		l.services[ns] = svc.Lister()
-		if err := c.register("Services in "+nsName(ns), svc.Informer(), services); err != nil {
+		if err := c.watches.Register("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
 			return err
 		}
 	}
@@ -244,50 +230,17 @@ func (c *Controller) watch() error {
 	if useClasses {
 		inf := f.Gateway().V1().GatewayClasses()
 		l.classes = func() ([]*gw.GatewayClass, error) { return inf.Lister().List(labels.Everything()) }
-		if err := c.register("GatewayClasses", inf.Informer(), every); err != nil {
+		if err := c.watches.Register("GatewayClasses", inf.Informer(), every); err != nil {
 			return err
 		}
 	}
 	nsInf := kf.Core().V1().Namespaces()
 	l.namespaces = nsInf.Lister()
-	if err := c.register("Namespaces", nsInf.Informer(), every); err != nil {
+	if err := c.watches.Register("Namespaces", nsInf.Informer(), every); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	c.lists = l
-	c.mu.Unlock()
-	return nil
-}
-
-func nsName(ns string) string {
-	if ns == "" {
-		return "all namespaces"
-	}
-	return "namespace " + ns
-}
-
-// register adds h to inf. A forbidden watch is reported and treated as
-// empty, so the first push does not wait for it; the informer keeps
-// retrying and picks it up once access is granted.
-func (c *Controller) register(what string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
-	denied := &atomic.Bool{}
-	if err := inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		if apierrors.IsForbidden(err) {
-			if !denied.Swap(true) {
-				c.log.Error("watch forbidden by RBAC; treated as empty", "watch", what, "error", err)
-			}
-			return
-		}
-		c.log.Warn("watch failed; retrying", "watch", what, "error", err)
-	}); err != nil {
-		return fmt.Errorf("gateway: %s: %w", what, err)
-	}
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		return fmt.Errorf("gateway: %s: %w", what, err)
-	}
-	c.mu.Lock()
-	c.regs = append(c.regs, registration{what: what, reg: reg, denied: denied})
 	c.mu.Unlock()
 	return nil
 }
@@ -387,91 +340,25 @@ func (c *Controller) convert() error {
 	for _, e := range errs {
 		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
 	}
-	next := make(map[config.Key]config.Config, len(cfgs))
-	for _, cfg := range cfgs {
-		next[cfg.Key()] = cfg
-	}
-	type event struct {
-		old, cur config.Config
-		ev       model.Event
-	}
-	var events []event
-	c.mu.Lock()
-	for _, cfg := range cfgs {
-		old, ok := c.objects[cfg.Key()]
-		switch {
-		case !ok:
-			events = append(events, event{cur: cfg, ev: model.EventAdd})
-		case !config.SameContent(old, cfg):
-			events = append(events, event{old: old, cur: cfg, ev: model.EventUpdate})
-		}
-	}
-	for key, old := range c.objects {
-		if _, ok := next[key]; !ok {
-			events = append(events, event{old: old, cur: old, ev: model.EventDelete})
-		}
-	}
-	c.objects, c.errs = next, errs
-	handlers := make(map[schema.Kind][]model.EventHandler, len(c.handlers))
-	for k, hs := range c.handlers {
-		handlers[k] = slices.Clone(hs)
-	}
-	c.mu.Unlock()
-
-	slices.SortFunc(events, func(a, b event) int { return compareKey(a.cur.Key(), b.cur.Key()) })
-	for _, e := range events {
-		for _, h := range handlers[e.cur.Kind] {
-			h(e.old, e.cur, e.ev)
-		}
-	}
+	c.objects.Replace(cfgs, errs)
 	return nil
-}
-
-func compareKey(a, b config.Key) int {
-	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // Get returns the generated object or nil. Do not mutate it.
 func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	obj, ok := c.objects[config.Key{Kind: kind, Namespace: namespace, Name: name}]
-	if !ok {
-		return nil
-	}
-	return &obj
+	return c.objects.Get(kind, namespace, name)
 }
 
 // List returns the generated objects of kind in namespace ("" for all),
 // sorted by namespace then name.
 func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
-	c.mu.RLock()
-	var out []config.Config
-	for _, obj := range c.objects {
-		if obj.Kind == kind && (namespace == "" || obj.Namespace == namespace) {
-			out = append(out, obj)
-		}
-	}
-	c.mu.RUnlock()
-	slices.SortFunc(out, func(a, b config.Config) int { return compareKey(a.Key(), b.Key()) })
-	return out
+	return c.objects.List(kind, namespace)
 }
 
 // ConfigErrors returns what the last conversion could not convert, and the
 // watches the API server refuses.
 func (c *Controller) ConfigErrors() []*config.Error {
-	c.mu.RLock()
-	out := slices.Clone(c.errs)
-	regs := slices.Clone(c.regs)
-	c.mu.RUnlock()
-	for _, r := range regs {
-		if r.denied.Load() && !r.reg.HasSynced() {
-			out = append(out, &config.Error{Source: "Kubernetes watch of " + r.what,
-				Message: "forbidden by RBAC; treated as empty until access is granted"})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *config.Error) int { return cmp.Compare(a.Source, b.Source) })
-	return out
+	return generated.ConfigErrors(&c.objects, &c.watches)
 }
 
 // RegisterEventHandler adds handler for kind (Gateway or VirtualService).
@@ -479,12 +366,7 @@ func (c *Controller) ConfigErrors() []*config.Error {
 // add for every object already converted.
 func (c *Controller) RegisterEventHandler(kind schema.Kind, handler model.EventHandler) {
 	c.opts.Queue.Push(func() error {
-		c.mu.Lock()
-		c.handlers[kind] = append(c.handlers[kind], handler)
-		c.mu.Unlock()
-		for _, obj := range c.List(kind, "") {
-			handler(config.Config{}, obj, model.EventAdd)
-		}
+		c.objects.Register(kind, handler)
 		return nil
 	})
 }
@@ -495,9 +377,6 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // Synced is closed when HasSynced becomes true.
 func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
-
-// syncPoll is how often Run checks the informers during the first sync.
-const syncPoll = 20 * time.Millisecond
 
 // Run discovers the served kinds, starts their informers, queues the first
 // conversion once they have synced (or been refused), and returns when ctx
@@ -514,14 +393,8 @@ func (c *Controller) Run(ctx context.Context) {
 			f.Shutdown()
 		}
 	}()
-	t := c.opts.Clock.NewTicker(syncPoll)
-	defer t.Stop()
-	for !c.informersSynced() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
+	if !c.watches.WaitSynced(ctx, c.opts.Clock) {
+		return
 	}
 	c.opts.Queue.Push(func() error {
 		c.mu.Lock()
@@ -535,15 +408,4 @@ func (c *Controller) Run(ctx context.Context) {
 		return err
 	})
 	<-ctx.Done()
-}
-
-func (c *Controller) informersSynced() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, r := range c.regs {
-		if !r.reg.HasSynced() && !r.denied.Load() {
-			return false
-		}
-	}
-	return true
 }

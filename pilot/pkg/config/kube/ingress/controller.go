@@ -1,19 +1,15 @@
 package ingress
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -56,27 +53,17 @@ type Controller struct {
 	ingresses []listersnetworkingv1.IngressLister
 	services  map[string]listerscorev1.ServiceLister // by namespace; "" for all
 	classes   listersnetworkingv1.IngressClassLister
-	regs      []registration
+	watches   generated.Watches
+	objects   generated.Set
 
 	pending atomic.Bool // a conversion is queued
 
-	mu       sync.RWMutex
-	objects  map[config.Key]config.Config
-	errs     []*config.Error
-	named    map[string]bool // "ns/name" of Services resolving named ports
-	handlers map[schema.Kind][]model.EventHandler
-	loaded   bool // the first conversion after sync has run
+	mu     sync.RWMutex
+	named  map[string]bool // "ns/name" of Services resolving named ports
+	loaded bool            // the first conversion after sync has run
 
 	synced   atomic.Bool
 	syncedCh chan struct{}
-}
-
-// registration is one informer handler, and whether the API server
-// refused the watch (forbidden namespace).
-type registration struct {
-	what   string
-	reg    cache.ResourceEventHandlerRegistration
-	denied *atomic.Bool
 }
 
 var (
@@ -98,18 +85,14 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	c := &Controller{
 		opts: opts, log: opts.Logger.With("source", "ingress"),
 		services: map[string]listerscorev1.ServiceLister{},
-		objects:  map[config.Key]config.Config{}, handlers: map[schema.Kind][]model.EventHandler{},
 		syncedCh: make(chan struct{}),
 	}
+	c.watches = generated.Watches{Name: "ingress", Log: c.log}
 	namespaces := slices.Clone(opts.Namespaces)
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	every := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.schedule() },
-		UpdateFunc: func(any, any) { c.schedule() },
-		DeleteFunc: func(any) { c.schedule() },
-	}
+	every := generated.OnAny(c.schedule)
 	// A Service matters only when a backend names one of its ports.
 	services := cache.FilteringResourceEventHandler{FilterFunc: c.namesPortOf, Handler: every}
 	for _, ns := range namespaces {
@@ -118,10 +101,10 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 		ing, svc := f.Networking().V1().Ingresses(), f.Core().V1().Services()
 		c.ingresses = append(c.ingresses, ing.Lister())
 		c.services[ns] = svc.Lister()
-		if err := c.register("Ingresses in "+nsName(ns), ing.Informer(), every); err != nil {
+		if err := c.watches.Register("Ingresses in "+generated.NamespaceName(ns), ing.Informer(), every); err != nil {
 			return nil, err
 		}
-		if err := c.register("Services in "+nsName(ns), svc.Informer(), services); err != nil {
+		if err := c.watches.Register("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
 			return nil, err
 		}
 	}
@@ -129,49 +112,10 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	cf := informers.NewSharedInformerFactory(opts.Client, 0)
 	c.factories = append(c.factories, cf)
 	c.classes = cf.Networking().V1().IngressClasses().Lister()
-	if err := c.register("IngressClasses", cf.Networking().V1().IngressClasses().Informer(), every); err != nil {
+	if err := c.watches.Register("IngressClasses", cf.Networking().V1().IngressClasses().Informer(), every); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func nsName(ns string) string {
-	if ns == "" {
-		return "all namespaces"
-	}
-	return "namespace " + ns
-}
-
-func (c *Controller) register(what string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
-	r, err := registerWatch(c.log, what, inf, h)
-	if err != nil {
-		return err
-	}
-	c.regs = append(c.regs, r)
-	return nil
-}
-
-// registerWatch adds h to inf. A forbidden watch is reported and treated
-// as empty (registration.denied), so the first push does not wait for it;
-// the informer keeps retrying and picks it up once access is granted.
-func registerWatch(log *slog.Logger, what string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) (registration, error) {
-	denied := &atomic.Bool{}
-	if err := inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		if apierrors.IsForbidden(err) {
-			if !denied.Swap(true) {
-				log.Error("watch forbidden by RBAC; treated as empty", "watch", what, "error", err)
-			}
-			return
-		}
-		log.Warn("watch failed; retrying", "watch", what, "error", err)
-	}); err != nil {
-		return registration{}, fmt.Errorf("ingress: %s: %w", what, err)
-	}
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		return registration{}, fmt.Errorf("ingress: %s: %w", what, err)
-	}
-	return registration{what: what, reg: reg, denied: denied}, nil
 }
 
 func (c *Controller) namesPortOf(obj any) bool {
@@ -244,90 +188,29 @@ func (c *Controller) convert() error {
 		c.log.Warn("Ingress not fully converted", "error", e.Error())
 	}
 
-	next := make(map[config.Key]config.Config, len(cfgs))
-	for _, cfg := range cfgs {
-		next[cfg.Key()] = cfg
-	}
-	type event struct {
-		old, cur config.Config
-		ev       model.Event
-	}
-	var events []event
+	// named is stored before the handlers run, like the objects.
 	c.mu.Lock()
-	for _, cfg := range cfgs {
-		old, ok := c.objects[cfg.Key()]
-		switch {
-		case !ok:
-			events = append(events, event{cur: cfg, ev: model.EventAdd})
-		case !config.SameContent(old, cfg):
-			events = append(events, event{old: old, cur: cfg, ev: model.EventUpdate})
-		}
-	}
-	for key, old := range c.objects {
-		if _, ok := next[key]; !ok {
-			events = append(events, event{old: old, cur: old, ev: model.EventDelete})
-		}
-	}
-	c.objects, c.errs, c.named = next, errs, named
-	handlers := make(map[schema.Kind][]model.EventHandler, len(c.handlers))
-	for k, hs := range c.handlers {
-		handlers[k] = slices.Clone(hs)
-	}
+	c.named = named
 	c.mu.Unlock()
-
-	slices.SortFunc(events, func(a, b event) int { return compareKey(a.cur.Key(), b.cur.Key()) })
-	for _, e := range events {
-		for _, h := range handlers[e.cur.Kind] {
-			h(e.old, e.cur, e.ev)
-		}
-	}
+	c.objects.Replace(cfgs, errs)
 	return nil
-}
-
-func compareKey(a, b config.Key) int {
-	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // Get returns the generated object or nil. Do not mutate it.
 func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	obj, ok := c.objects[config.Key{Kind: kind, Namespace: namespace, Name: name}]
-	if !ok {
-		return nil
-	}
-	return &obj
+	return c.objects.Get(kind, namespace, name)
 }
 
 // List returns the generated objects of kind in namespace ("" for all),
 // sorted by namespace then name.
 func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
-	c.mu.RLock()
-	var out []config.Config
-	for _, obj := range c.objects {
-		if obj.Kind == kind && (namespace == "" || obj.Namespace == namespace) {
-			out = append(out, obj)
-		}
-	}
-	c.mu.RUnlock()
-	slices.SortFunc(out, func(a, b config.Config) int { return compareKey(a.Key(), b.Key()) })
-	return out
+	return c.objects.List(kind, namespace)
 }
 
 // ConfigErrors returns what the last conversion could not convert, and the
 // watches the API server refuses.
 func (c *Controller) ConfigErrors() []*config.Error {
-	c.mu.RLock()
-	out := slices.Clone(c.errs)
-	c.mu.RUnlock()
-	for _, r := range c.regs {
-		if r.denied.Load() && !r.reg.HasSynced() {
-			out = append(out, &config.Error{Source: "Kubernetes watch of " + r.what,
-				Message: "forbidden by RBAC; treated as empty until access is granted"})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *config.Error) int { return cmp.Compare(a.Source, b.Source) })
-	return out
+	return generated.ConfigErrors(&c.objects, &c.watches)
 }
 
 // RegisterEventHandler adds handler for kind (Gateway or VirtualService).
@@ -335,12 +218,7 @@ func (c *Controller) ConfigErrors() []*config.Error {
 // add for every object already converted.
 func (c *Controller) RegisterEventHandler(kind schema.Kind, handler model.EventHandler) {
 	c.opts.Queue.Push(func() error {
-		c.mu.Lock()
-		c.handlers[kind] = append(c.handlers[kind], handler)
-		c.mu.Unlock()
-		for _, obj := range c.List(kind, "") {
-			handler(config.Config{}, obj, model.EventAdd)
-		}
+		c.objects.Register(kind, handler)
 		return nil
 	})
 }
@@ -351,9 +229,6 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // Synced is closed when HasSynced becomes true.
 func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
-
-// syncPoll is how often Run checks the informers during the first sync.
-const syncPoll = 20 * time.Millisecond
 
 // Run starts the informers, queues the first conversion once they have
 // synced (or been refused), and returns when ctx is cancelled and every
@@ -367,14 +242,8 @@ func (c *Controller) Run(ctx context.Context) {
 			f.Shutdown()
 		}
 	}()
-	t := c.opts.Clock.NewTicker(syncPoll)
-	defer t.Stop()
-	for !c.informersSynced() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
+	if !c.watches.WaitSynced(ctx, c.opts.Clock) {
+		return
 	}
 	c.opts.Queue.Push(func() error {
 		c.mu.Lock()
@@ -388,13 +257,4 @@ func (c *Controller) Run(ctx context.Context) {
 		return err
 	})
 	<-ctx.Done()
-}
-
-func (c *Controller) informersSynced() bool {
-	for _, r := range c.regs {
-		if !r.reg.HasSynced() && !r.denied.Load() {
-			return false
-		}
-	}
-	return true
 }

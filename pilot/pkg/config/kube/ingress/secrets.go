@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
@@ -40,7 +40,7 @@ type Secrets struct {
 	opts      SecretsOptions
 	factories []informers.SharedInformerFactory
 	listers   map[string]listerscorev1.SecretLister // by namespace; "" for all
-	regs      []registration
+	watches   generated.Watches
 }
 
 var _ model.SecretStore = (*Secrets)(nil)
@@ -66,17 +66,15 @@ func NewSecrets(opts SecretsOptions) (*Secrets, error) {
 		UpdateFunc: s.changed,
 		DeleteFunc: func(obj any) { s.changed(obj, nil) },
 	}
-	log := opts.Logger.With("source", "secrets")
+	s.watches = generated.Watches{Name: "ingress", Log: opts.Logger.With("source", "secrets")}
 	for _, ns := range namespaces {
 		f := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(ns))
 		s.factories = append(s.factories, f)
 		inf := f.Core().V1().Secrets()
 		s.listers[ns] = inf.Lister()
-		r, err := registerWatch(log, "Secrets in "+nsName(ns), inf.Informer(), h)
-		if err != nil {
+		if err := s.watches.Register("Secrets in "+generated.NamespaceName(ns), inf.Informer(), h); err != nil {
 			return nil, err
 		}
-		s.regs = append(s.regs, r)
 	}
 	return s, nil
 }
@@ -115,14 +113,7 @@ func (s *Secrets) Secret(namespace, name string) (cert, key []byte, ok bool) {
 
 // HasSynced reports whether every watch has listed its Secrets (or been
 // refused by the RBAC).
-func (s *Secrets) HasSynced() bool {
-	for _, r := range s.regs {
-		if !r.reg.HasSynced() && !r.denied.Load() {
-			return false
-		}
-	}
-	return true
-}
+func (s *Secrets) HasSynced() bool { return s.watches.Synced() }
 
 // Run watches until ctx is cancelled and the informers have stopped.
 func (s *Secrets) Run(ctx context.Context) {
@@ -137,14 +128,5 @@ func (s *Secrets) Run(ctx context.Context) {
 
 // WaitForSync blocks until HasSynced or ctx is done, and reports which.
 func (s *Secrets) WaitForSync(ctx context.Context) bool {
-	t := s.opts.Clock.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for !s.HasSynced() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C():
-		}
-	}
-	return true
+	return s.watches.WaitSynced(ctx, s.opts.Clock)
 }
