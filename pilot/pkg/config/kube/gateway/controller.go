@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +22,6 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -58,23 +56,13 @@ type ControllerOptions struct {
 // CRD is not installed is skipped with one log line and never holds back
 // readiness. A CRD installed later is picked up at the next restart.
 type Controller struct {
-	opts ControllerOptions
-	log  *slog.Logger
-
-	pending atomic.Bool // a conversion is queued
-
-	objects generated.Set
-	watches generated.Watches
+	*generated.Source // the generated config, served to the model
+	opts              ControllerOptions
+	log               *slog.Logger
 
 	mu        sync.RWMutex
 	lists     lists
-	loaded    bool // the first conversion after sync has run
-	synced    atomic.Bool
-	syncedCh  chan struct{}
-	factories []interface {
-		Start(<-chan struct{})
-		Shutdown()
-	}
+	factories []generated.Factory
 }
 
 // lists reads the informers' caches; a nil func is a kind not watched.
@@ -106,11 +94,14 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Controller{
-		opts: opts, log: opts.Logger.With("source", "gateway-api"),
-		syncedCh: make(chan struct{}),
+	c := &Controller{opts: opts, log: opts.Logger.With("source", "gateway-api")}
+	var err error
+	c.Source, err = generated.NewSource(generated.SourceOptions{
+		Name: "Gateway API", ErrPrefix: "gateway", Queue: opts.Queue, Convert: c.convert, Clock: opts.Clock, Logger: c.log,
+	})
+	if err != nil {
+		return nil, err
 	}
-	c.watches = generated.Watches{Name: "gateway", Log: c.log}
 	return c, nil
 }
 
@@ -140,18 +131,18 @@ func (c *Controller) watch() error {
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	every := generated.OnAny(c.schedule)
+	every := c.OnAnyChange()
 	// A Service matters for whether it exists and its ports.
 	services := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.schedule() },
+		AddFunc: func(any) { c.Schedule() },
 		UpdateFunc: func(o, n any) {
 			a, aok := o.(*corev1.Service)
 			b, bok := n.(*corev1.Service)
 			if !aok || !bok || !slices.EqualFunc(a.Spec.Ports, b.Spec.Ports, func(x, y corev1.ServicePort) bool { return x.Port == y.Port }) {
-				c.schedule()
+				c.Schedule()
 			}
 		},
-		DeleteFunc: func(any) { c.schedule() },
+		DeleteFunc: func(any) { c.Schedule() },
 	}
 	var l lists
 	l.services = map[string]listerscorev1.ServiceLister{}
@@ -178,48 +169,48 @@ func (c *Controller) watch() error {
 		if useGateways {
 			inf := v1.Gateways()
 			l.gateways = append(l.gateways, func() ([]*gw.Gateway, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.watches.Register("Gateways in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("Gateways in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useRoutes {
 			inf := v1.HTTPRoutes()
 			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.watches.Register("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useGRPC {
 			inf := v1.GRPCRoutes()
 			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.watches.Register("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useTLS {
 			inf := v1.TLSRoutes()
 			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.watches.Register("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useTCP {
 			inf := v1.TCPRoutes()
 			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.watches.Register("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		if useGrants {
 			inf := v1.ReferenceGrants()
 			l.grants = append(l.grants, func() ([]*gw.ReferenceGrant, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.watches.Register("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
 		}
 		svc := kf.Core().V1().Services()
 		l.services[ns] = svc.Lister()
-		if err := c.watches.Register("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
+		if err := c.Watch("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
 			return err
 		}
 	}
@@ -230,27 +221,19 @@ func (c *Controller) watch() error {
 	if useClasses {
 		inf := f.Gateway().V1().GatewayClasses()
 		l.classes = func() ([]*gw.GatewayClass, error) { return inf.Lister().List(labels.Everything()) }
-		if err := c.watches.Register("GatewayClasses", inf.Informer(), every); err != nil {
+		if err := c.Watch("GatewayClasses", inf.Informer(), every); err != nil {
 			return err
 		}
 	}
 	nsInf := kf.Core().V1().Namespaces()
 	l.namespaces = nsInf.Lister()
-	if err := c.watches.Register("Namespaces", nsInf.Informer(), every); err != nil {
+	if err := c.Watch("Namespaces", nsInf.Informer(), every); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	c.lists = l
 	c.mu.Unlock()
 	return nil
-}
-
-// schedule queues one conversion; changes arriving before it runs share it.
-func (c *Controller) schedule() {
-	if c.pending.Swap(true) {
-		return
-	}
-	c.opts.Queue.Push(c.convert)
 }
 
 // input reads everything conversion needs from the caches.
@@ -322,61 +305,19 @@ func listAll[T any](fs []func() ([]T, error)) ([]T, error) {
 	return out, nil
 }
 
-// convert runs on the queue: it converts everything, stores the result
-// and tells the handlers what changed.
-func (c *Controller) convert() error {
-	c.pending.Store(false)
-	c.mu.RLock()
-	loaded := c.loaded
-	c.mu.RUnlock()
-	if !loaded {
-		return nil // the first conversion runs once the informers synced
-	}
+// convert reads the caches and converts everything; it runs on the
+// queue (generated.Source).
+func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	in, err := c.input()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cfgs, errs := Convert(in, c.opts.Convert)
 	for _, e := range errs {
 		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
 	}
-	c.objects.Replace(cfgs, errs)
-	return nil
+	return cfgs, errs, nil
 }
-
-// Get returns the generated object or nil. Do not mutate it.
-func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
-	return c.objects.Get(kind, namespace, name)
-}
-
-// List returns the generated objects of kind in namespace ("" for all),
-// sorted by namespace then name.
-func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
-	return c.objects.List(kind, namespace)
-}
-
-// ConfigErrors returns what the last conversion could not convert, and the
-// watches the API server refuses.
-func (c *Controller) ConfigErrors() []*config.Error {
-	return generated.ConfigErrors(&c.objects, &c.watches)
-}
-
-// RegisterEventHandler adds handler for kind (Gateway or VirtualService).
-// It runs on the queue, ordered with events: the handler is first given an
-// add for every object already converted.
-func (c *Controller) RegisterEventHandler(kind schema.Kind, handler model.EventHandler) {
-	c.opts.Queue.Push(func() error {
-		c.objects.Register(kind, handler)
-		return nil
-	})
-}
-
-// HasSynced reports whether the informers have listed everything and the
-// resulting objects have been given to the handlers.
-func (c *Controller) HasSynced() bool { return c.synced.Load() }
-
-// Synced is closed when HasSynced becomes true.
-func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
 
 // Run discovers the served kinds, starts their informers, queues the first
 // conversion once they have synced (or been refused), and returns when ctx
@@ -385,27 +326,5 @@ func (c *Controller) Run(ctx context.Context) {
 	if err := c.watch(); err != nil {
 		c.log.Error("Gateway API not watched", "error", err)
 	}
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
-	}
-	defer func() {
-		for _, f := range c.factories {
-			f.Shutdown()
-		}
-	}()
-	if !c.watches.WaitSynced(ctx, c.opts.Clock) {
-		return
-	}
-	c.opts.Queue.Push(func() error {
-		c.mu.Lock()
-		c.loaded = true
-		c.mu.Unlock()
-		err := c.convert()
-		if !c.synced.Swap(true) {
-			close(c.syncedCh)
-			c.log.Info("Gateway API config synced", "objects", len(c.List(schema.Gateway, ""))+len(c.List(schema.VirtualService, "")))
-		}
-		return err
-	})
-	<-ctx.Done()
+	c.Source.Run(ctx, c.factories)
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -21,7 +20,6 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -47,23 +45,16 @@ type ControllerOptions struct {
 // Gateways and VirtualServices were added, updated or deleted, through the
 // shared queue like every other source.
 type Controller struct {
-	opts      ControllerOptions
-	log       *slog.Logger
-	factories []informers.SharedInformerFactory
-	ingresses []listersnetworkingv1.IngressLister
-	services  map[string]listerscorev1.ServiceLister // by namespace; "" for all
-	classes   listersnetworkingv1.IngressClassLister
-	watches   generated.Watches
-	objects   generated.Set
+	*generated.Source // the generated config, served to the model
+	opts              ControllerOptions
+	log               *slog.Logger
+	factories         []generated.Factory
+	ingresses         []listersnetworkingv1.IngressLister
+	services          map[string]listerscorev1.ServiceLister // by namespace; "" for all
+	classes           listersnetworkingv1.IngressClassLister
 
-	pending atomic.Bool // a conversion is queued
-
-	mu     sync.RWMutex
-	named  map[string]bool // "ns/name" of Services resolving named ports
-	loaded bool            // the first conversion after sync has run
-
-	synced   atomic.Bool
-	syncedCh chan struct{}
+	mu    sync.RWMutex
+	named map[string]bool // "ns/name" of Services resolving named ports
 }
 
 var (
@@ -85,14 +76,19 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	c := &Controller{
 		opts: opts, log: opts.Logger.With("source", "ingress"),
 		services: map[string]listerscorev1.ServiceLister{},
-		syncedCh: make(chan struct{}),
 	}
-	c.watches = generated.Watches{Name: "ingress", Log: c.log}
+	var err error
+	c.Source, err = generated.NewSource(generated.SourceOptions{
+		Name: "Ingress", ErrPrefix: "ingress", Queue: opts.Queue, Convert: c.convert, Clock: opts.Clock, Logger: c.log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	namespaces := slices.Clone(opts.Namespaces)
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	every := generated.OnAny(c.schedule)
+	every := c.OnAnyChange()
 	// A Service matters only when a backend names one of its ports.
 	services := cache.FilteringResourceEventHandler{FilterFunc: c.namesPortOf, Handler: every}
 	for _, ns := range namespaces {
@@ -101,10 +97,10 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 		ing, svc := f.Networking().V1().Ingresses(), f.Core().V1().Services()
 		c.ingresses = append(c.ingresses, ing.Lister())
 		c.services[ns] = svc.Lister()
-		if err := c.watches.Register("Ingresses in "+generated.NamespaceName(ns), ing.Informer(), every); err != nil {
+		if err := c.Watch("Ingresses in "+generated.NamespaceName(ns), ing.Informer(), every); err != nil {
 			return nil, err
 		}
-		if err := c.watches.Register("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
+		if err := c.Watch("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +108,7 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	cf := informers.NewSharedInformerFactory(opts.Client, 0)
 	c.factories = append(c.factories, cf)
 	c.classes = cf.Networking().V1().IngressClasses().Lister()
-	if err := c.watches.Register("IngressClasses", cf.Networking().V1().IngressClasses().Informer(), every); err != nil {
+	if err := c.Watch("IngressClasses", cf.Networking().V1().IngressClasses().Informer(), every); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -131,14 +127,6 @@ func (c *Controller) namesPortOf(obj any) bool {
 	return c.named[s.Namespace+"/"+s.Name]
 }
 
-// schedule queues one conversion; changes arriving before it runs share it.
-func (c *Controller) schedule() {
-	if c.pending.Swap(true) {
-		return
-	}
-	c.opts.Queue.Push(c.convert)
-}
-
 // service looks a Service up in whichever lister watches its namespace.
 func (c *Controller) service(namespace, name string) *corev1.Service {
 	l, ok := c.services[namespace]
@@ -155,27 +143,20 @@ func (c *Controller) service(namespace, name string) *corev1.Service {
 	return s
 }
 
-// convert runs on the queue: it converts everything, stores the result
-// and tells the handlers what changed.
-func (c *Controller) convert() error {
-	c.pending.Store(false)
-	c.mu.RLock()
-	loaded := c.loaded
-	c.mu.RUnlock()
-	if !loaded {
-		return nil // the first conversion runs once the informers synced
-	}
+// convert reads the caches and converts everything; it runs on the
+// queue (generated.Source).
+func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	var ings []*networkingv1.Ingress
 	for _, l := range c.ingresses {
 		list, err := l.List(labels.Everything())
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		ings = append(ings, list...)
 	}
 	classes, err := c.classes.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	opts := c.opts.Convert
 	named := map[string]bool{}
@@ -188,73 +169,15 @@ func (c *Controller) convert() error {
 		c.log.Warn("Ingress not fully converted", "error", e.Error())
 	}
 
-	// named is stored before the handlers run, like the objects.
+	// named is stored before the Source stores the objects and runs the
+	// handlers, as it was stored with them.
 	c.mu.Lock()
 	c.named = named
 	c.mu.Unlock()
-	c.objects.Replace(cfgs, errs)
-	return nil
+	return cfgs, errs, nil
 }
-
-// Get returns the generated object or nil. Do not mutate it.
-func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {
-	return c.objects.Get(kind, namespace, name)
-}
-
-// List returns the generated objects of kind in namespace ("" for all),
-// sorted by namespace then name.
-func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
-	return c.objects.List(kind, namespace)
-}
-
-// ConfigErrors returns what the last conversion could not convert, and the
-// watches the API server refuses.
-func (c *Controller) ConfigErrors() []*config.Error {
-	return generated.ConfigErrors(&c.objects, &c.watches)
-}
-
-// RegisterEventHandler adds handler for kind (Gateway or VirtualService).
-// It runs on the queue, ordered with events: the handler is first given an
-// add for every object already converted.
-func (c *Controller) RegisterEventHandler(kind schema.Kind, handler model.EventHandler) {
-	c.opts.Queue.Push(func() error {
-		c.objects.Register(kind, handler)
-		return nil
-	})
-}
-
-// HasSynced reports whether the informers have listed everything and the
-// resulting objects have been given to the handlers.
-func (c *Controller) HasSynced() bool { return c.synced.Load() }
-
-// Synced is closed when HasSynced becomes true.
-func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
 
 // Run starts the informers, queues the first conversion once they have
 // synced (or been refused), and returns when ctx is cancelled and every
 // informer has stopped. The queue is run by its owner.
-func (c *Controller) Run(ctx context.Context) {
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
-	}
-	defer func() {
-		for _, f := range c.factories {
-			f.Shutdown()
-		}
-	}()
-	if !c.watches.WaitSynced(ctx, c.opts.Clock) {
-		return
-	}
-	c.opts.Queue.Push(func() error {
-		c.mu.Lock()
-		c.loaded = true
-		c.mu.Unlock()
-		err := c.convert()
-		if !c.synced.Swap(true) {
-			close(c.syncedCh)
-			c.log.Info("Ingress config synced", "objects", len(c.List(schema.Gateway, ""))+len(c.List(schema.VirtualService, "")))
-		}
-		return err
-	})
-	<-ctx.Done()
-}
+func (c *Controller) Run(ctx context.Context) { c.Source.Run(ctx, c.factories) }
