@@ -20,6 +20,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
@@ -78,8 +79,8 @@ func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) 
 }
 
 func compareErrors(a, b *config.Error) int {
-	fa, da := SplitSource(a.Source)
-	fb, db := SplitSource(b.Source)
+	fa, da := manifest.SplitDocumentSource(a.Source)
+	fb, db := manifest.SplitDocumentSource(b.Source)
 	return cmp.Or(strings.Compare(fa, fb), cmp.Compare(da, db),
 		strings.Compare(a.Key.String(), b.Key.String()), strings.Compare(a.Field, b.Field))
 }

@@ -6,9 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
@@ -35,13 +34,13 @@ func Load(paths []string) ([]config.Config, []*config.Error, map[string][]byte, 
 			if err != nil {
 				return err
 			}
-			if p != root && ignored(d.Name()) {
+			if p != root && file.Ignored(d.Name()) {
 				if d.IsDir() {
 					return fs.SkipDir
 				}
 				return nil
 			}
-			if !d.IsDir() && isConfigFile(d.Name()) {
+			if !d.IsDir() && file.IsConfigFile(d.Name()) {
 				files = append(files, p)
 			}
 			return nil
@@ -91,34 +90,4 @@ func validate(obj config.Config) (err error) {
 		}
 	}()
 	return validation.Validate(obj)
-}
-
-// ignored and isConfigFile choose files as file mode does: hidden files
-// and editor backups are skipped; YAML and JSON are read.
-func ignored(name string) bool {
-	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") ||
-		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx")
-}
-
-func isConfigFile(name string) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
-// SplitSource splits "file (document N)", as manifest.DocumentSource
-// writes it, into file and N; other sources have document 0.
-func SplitSource(src string) (string, int) {
-	const marker = " (document "
-	i := strings.LastIndex(src, marker)
-	if i < 0 || !strings.HasSuffix(src, ")") {
-		return src, 0
-	}
-	n, err := strconv.Atoi(src[i+len(marker) : len(src)-1])
-	if err != nil {
-		return src, 0
-	}
-	return src[:i], n
 }

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 )
 
 // Finding is one problem, located for a person or a CI job to act on.
@@ -46,7 +47,7 @@ func Findings(errs []*config.Error, contents map[string][]byte) []Finding {
 		if e.Warning {
 			f.Severity = SeverityWarning
 		}
-		file, n := SplitSource(e.Source)
+		file, n := manifest.SplitDocumentSource(e.Source)
 		data, ok := contents[file]
 		if !ok {
 			f.Source = e.Source

@@ -121,19 +121,3 @@ func TestConfigErrorsSortedAndLoggedOnce(t *testing.T) {
 		t.Fatal("a.yaml failed to parse but lost its last good object")
 	}
 }
-
-func TestSplitSource(t *testing.T) {
-	for _, tc := range []struct {
-		src, file string
-		doc       int
-	}{
-		{"a.yaml (document 12)", "a.yaml", 12},
-		{"dir/a (document 3).yaml (document 1)", "dir/a (document 3).yaml", 1},
-		{"a.yaml", "a.yaml", 0},
-		{"a.yaml (document x)", "a.yaml (document x)", 0},
-	} {
-		if f, d := splitSource(tc.src); f != tc.file || d != tc.doc {
-			t.Errorf("splitSource(%q) = %q, %d; want %q, %d", tc.src, f, d, tc.file, tc.doc)
-		}
-	}
-}

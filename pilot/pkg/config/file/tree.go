@@ -61,7 +61,7 @@ func (t *tree) visit(dir string, ancestors []os.FileInfo, paths []string) {
 	ancestors = append(ancestors, info)
 	paths = append(paths, dir)
 	for _, d := range entries {
-		if ignored(d.Name()) {
+		if Ignored(d.Name()) {
 			continue
 		}
 		p := filepath.Join(dir, d.Name())
@@ -90,21 +90,22 @@ func (t *tree) visit(dir string, ancestors []os.FileInfo, paths []string) {
 				continue
 			}
 			t.visit(p, ancestors, paths)
-		case mode.IsRegular() && isConfigFile(d.Name()):
+		case mode.IsRegular() && IsConfigFile(d.Name()):
 			t.files = append(t.files, p)
 		}
 	}
 }
 
-// ignored reports names never read: hidden files and directories (which
+// Ignored reports names never read: hidden files and directories (which
 // include Emacs lock files and the timestamped directories of ConfigMap
 // volumes) and editor backups and swap files.
-func ignored(name string) bool {
+func Ignored(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") ||
 		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx")
 }
 
-func isConfigFile(name string) bool {
+// IsConfigFile reports the names read: YAML and JSON.
+func IsConfigFile(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".yaml", ".yml", ".json":
 		return true
