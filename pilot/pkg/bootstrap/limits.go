@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -43,21 +44,11 @@ var DefaultLimits = Limits{
 
 func (l *Limits) applyDefaults() {
 	d := DefaultLimits
-	if l.MaxRecvMsgBytes == 0 {
-		l.MaxRecvMsgBytes = d.MaxRecvMsgBytes
-	}
-	if l.MaxStreamsPerConnection == 0 {
-		l.MaxStreamsPerConnection = d.MaxStreamsPerConnection
-	}
-	if l.KeepaliveTime == 0 {
-		l.KeepaliveTime = d.KeepaliveTime
-	}
-	if l.KeepaliveTimeout == 0 {
-		l.KeepaliveTimeout = d.KeepaliveTimeout
-	}
-	if l.KeepaliveMinTime == 0 {
-		l.KeepaliveMinTime = d.KeepaliveMinTime
-	}
+	l.MaxRecvMsgBytes = cmp.Or(l.MaxRecvMsgBytes, d.MaxRecvMsgBytes)
+	l.MaxStreamsPerConnection = cmp.Or(l.MaxStreamsPerConnection, d.MaxStreamsPerConnection)
+	l.KeepaliveTime = cmp.Or(l.KeepaliveTime, d.KeepaliveTime)
+	l.KeepaliveTimeout = cmp.Or(l.KeepaliveTimeout, d.KeepaliveTimeout)
+	l.KeepaliveMinTime = cmp.Or(l.KeepaliveMinTime, d.KeepaliveMinTime)
 }
 
 func (l *Limits) validate() error {

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"sync"
@@ -68,33 +69,15 @@ var DefaultLimits = Limits{
 // withDefaults fills zero fields from DefaultLimits.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.SendTimeout == 0 {
-		l.SendTimeout = d.SendTimeout
-	}
-	if l.MaxResourceNamesPerRequest == 0 {
-		l.MaxResourceNamesPerRequest = d.MaxResourceNamesPerRequest
-	}
-	if l.MaxSubscribedNames == 0 {
-		l.MaxSubscribedNames = d.MaxSubscribedNames
-	}
-	if l.MaxTypesPerStream == 0 {
-		l.MaxTypesPerStream = d.MaxTypesPerStream
-	}
-	if l.RequestsPerSecond == 0 {
-		l.RequestsPerSecond = d.RequestsPerSecond
-	}
-	if l.RequestBurst == 0 {
-		l.RequestBurst = d.RequestBurst
-	}
-	if l.StreamsPerSecond == 0 {
-		l.StreamsPerSecond = d.StreamsPerSecond
-	}
-	if l.StreamBurst == 0 {
-		l.StreamBurst = d.StreamBurst
-	}
-	if l.SharedNamesBytes == 0 {
-		l.SharedNamesBytes = d.SharedNamesBytes
-	}
+	l.SendTimeout = cmp.Or(l.SendTimeout, d.SendTimeout)
+	l.MaxResourceNamesPerRequest = cmp.Or(l.MaxResourceNamesPerRequest, d.MaxResourceNamesPerRequest)
+	l.MaxSubscribedNames = cmp.Or(l.MaxSubscribedNames, d.MaxSubscribedNames)
+	l.MaxTypesPerStream = cmp.Or(l.MaxTypesPerStream, d.MaxTypesPerStream)
+	l.RequestsPerSecond = cmp.Or(l.RequestsPerSecond, d.RequestsPerSecond)
+	l.RequestBurst = cmp.Or(l.RequestBurst, d.RequestBurst)
+	l.StreamsPerSecond = cmp.Or(l.StreamsPerSecond, d.StreamsPerSecond)
+	l.StreamBurst = cmp.Or(l.StreamBurst, d.StreamBurst)
+	l.SharedNamesBytes = cmp.Or(l.SharedNamesBytes, d.SharedNamesBytes)
 	return l
 }
 
