@@ -3,11 +3,11 @@ package listener
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/route"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -95,29 +95,6 @@ func narrowSNI(sni, serverNames []string) ([]string, bool) {
 		slices.Sort(out)
 		return slices.Compact(out), len(out) > 0
 	}
-	var out []string
-	for _, s := range sni {
-		for _, n := range serverNames {
-			switch {
-			case subsetOf(s, n):
-				out = append(out, s)
-			case subsetOf(n, s):
-				out = append(out, n)
-			}
-		}
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
+	out := route.IntersectHosts(sni, serverNames)
 	return out, len(out) > 0
-}
-
-// subsetOf reports whether every name h stands for is covered by of.
-func subsetOf(h, of string) bool {
-	if strings.HasPrefix(h, "*") {
-		return strings.HasPrefix(of, "*") && strings.HasSuffix(h[1:], of[1:])
-	}
-	if strings.HasPrefix(of, "*") {
-		return strings.HasSuffix(h, of[1:])
-	}
-	return h == of
 }

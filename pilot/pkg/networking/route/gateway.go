@@ -113,7 +113,7 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 					vsHosts = append(vsHosts, h)
 				}
 			}
-			hosts := intersectHosts(allowed, vsHosts)
+			hosts := IntersectHosts(allowed, vsHosts)
 			if len(hosts) == 0 {
 				continue
 			}

@@ -67,11 +67,11 @@ func hostSubsetOf(h, of string) bool {
 	return h == of
 }
 
-// intersectHosts returns the names both sets cover, each as the more
+// IntersectHosts returns the names both sets cover, each as the more
 // specific of the two patterns that matched, sorted and without duplicates.
 // Server "*.example.com" and VirtualService "foo.example.com" give
 // "foo.example.com"; so do server "foo.example.com" and VirtualService "*".
-func intersectHosts(server, vs []string) []string {
+func IntersectHosts(server, vs []string) []string {
 	var out []string
 	for _, s := range server {
 		for _, v := range vs {

@@ -26,8 +26,8 @@ func TestIntersectHosts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := intersectHosts(c.server, c.vs); !slices.Equal(got, c.want) {
-				t.Errorf("intersectHosts(%v, %v) = %v, want %v", c.server, c.vs, got, c.want)
+			if got := IntersectHosts(c.server, c.vs); !slices.Equal(got, c.want) {
+				t.Errorf("IntersectHosts(%v, %v) = %v, want %v", c.server, c.vs, got, c.want)
 			}
 		})
 	}
