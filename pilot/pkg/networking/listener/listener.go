@@ -89,22 +89,12 @@ func buildListener(port uint32) (*listenerv3.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &listenerv3.Listener{
-		Name: model.ListenerName(port),
-		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-			Address:       "0.0.0.0",
-			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
-		}}},
-		// Istio marks gateway listeners outbound: they send traffic out
-		// to services, and stats and stat prefixes follow from that.
-		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{{
-				Name:       wellknown.HTTPConnectionManager,
-				ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
-			}},
+	return gatewayListener(port, []*listenerv3.FilterChain{{
+		Filters: []*listenerv3.Filter{{
+			Name:       wellknown.HTTPConnectionManager,
+			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
 		}},
-	}, nil
+	}}), nil
 }
 
 // ConnectionManager is the HTTP connection manager of the gateway listener

@@ -83,15 +83,7 @@ func buildTLSPortListener(push *model.PushContext, port uint32, https []model.HT
 	if len(chains) == 0 {
 		return nil
 	}
-	l := &listenerv3.Listener{
-		Name: model.ListenerName(port),
-		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-			Address:       "0.0.0.0",
-			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
-		}}},
-		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-		FilterChains:     chains,
-	}
+	l := gatewayListener(port, chains)
 	// SNI and ALPN are only known once the TLS inspector has read the
 	// ClientHello; istiod adds it when a chain matches names or
 	// terminates TLS, as here.
@@ -168,15 +160,7 @@ func buildTCPListener(push *model.PushContext, port uint32, s model.GatewayServe
 	if !ok {
 		return nil
 	}
-	l := &listenerv3.Listener{
-		Name: model.ListenerName(port),
-		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-			Address:       "0.0.0.0",
-			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
-		}}},
-		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-		FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{proxy}}},
-	}
+	l := gatewayListener(port, []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{proxy}}})
 	if err := l.ValidateAll(); err != nil {
 		errs.add(&config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
 			Message: fmt.Sprintf("listener %s would be rejected by Envoy and is not built: %v", model.ListenerName(port), err)})

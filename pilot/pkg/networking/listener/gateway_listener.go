@@ -1,0 +1,25 @@
+package listener
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+)
+
+// gatewayListener is the listener of a gateway port, as every kind of port
+// (HTTP, TLS, TCP) builds it: named like Istio's ("0.0.0.0_443"), bound to
+// every address, with chains.
+func gatewayListener(port uint32, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	return &listenerv3.Listener{
+		Name: model.ListenerName(port),
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address:       "0.0.0.0",
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+		}}},
+		// Istio marks gateway listeners outbound: they send traffic out
+		// to services, and stats and stat prefixes follow from that.
+		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+		FilterChains:     chains,
+	}
+}
