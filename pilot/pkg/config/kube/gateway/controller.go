@@ -88,9 +88,6 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	if opts.Client == nil || opts.Kube == nil || opts.Queue == nil {
 		return nil, errors.New("gateway: Client, Kube and Queue are required")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

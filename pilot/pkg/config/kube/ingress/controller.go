@@ -67,9 +67,6 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	if opts.Client == nil || opts.Queue == nil {
 		return nil, errors.New("ingress: Client and Queue are required")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
