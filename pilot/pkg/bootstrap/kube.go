@@ -77,6 +77,9 @@ type kubeMode struct {
 	secrets *ingress.Secrets
 	ingress *ingress.Controller
 	status  *status.Writer
+	// istioStatus (nil without pod identity) writes the status of the
+	// Istio objects when this replica leads.
+	istioStatus *status.IstioWriter
 	// pushSecret asks for a push when a certificate changes; set by
 	// NewServer before anything runs.
 	pushSecret func()
