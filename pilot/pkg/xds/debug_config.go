@@ -23,6 +23,9 @@ type Configz struct {
 	Configs []ConfigzObject `json:"configs"`
 	// Errors are the config problems standing now.
 	Errors []ConfigzError `json:"errors"`
+	// Status is, per object used by a gateway or with a problem, what is
+	// written to its status in Kubernetes mode (see object_status.go).
+	Status []ConfigzStatus `json:"status"`
 }
 
 // ConfigzObject is one config object.
@@ -72,6 +75,7 @@ func (s *DiscoveryServer) handleConfigz(w http.ResponseWriter, _ *http.Request) 
 	for _, e := range tr {
 		out.Errors = append(out.Errors, configzError("translation", e))
 	}
+	out.Status = s.configzStatus()
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -124,9 +124,10 @@ func proxyTypesState(p *proxyState, st *streamState, types []string) (acked bool
 			}
 			return false, msg
 		}
-		want := p.view.set(u).version
-		if want == "" {
-			continue
+		set := p.view.set(u)
+		want := set.version
+		if want == "" || (ts == nil && len(set.items) == 0) {
+			continue // nothing of the type to hold (RDS without routes)
 		}
 		if ts == nil || ts.ackedVersion != want {
 			acked = false
@@ -163,4 +164,29 @@ func compareKeys(a, b config.Key) int {
 		return 1
 	}
 	return 0
+}
+
+// ConfigzStatus is one object's state in /debug/configz: the same
+// findings as the status written on it in Kubernetes mode.
+type ConfigzStatus struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	ObjectState
+	Errors []ConfigzError `json:"errors,omitempty"`
+}
+
+// configzStatus lists ObjectStatus by kind, namespace and name.
+func (s *DiscoveryServer) configzStatus() []ConfigzStatus {
+	st := s.ObjectStatus()
+	out := make([]ConfigzStatus, 0, len(st))
+	for _, k := range slices.SortedFunc(maps.Keys(st), compareKeys) {
+		o := st[k]
+		cs := ConfigzStatus{Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name, ObjectState: *o}
+		for _, e := range o.Errors {
+			cs.Errors = append(cs.Errors, configzError("", e))
+		}
+		out = append(out, cs)
+	}
+	return out
 }
