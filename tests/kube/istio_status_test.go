@@ -1,0 +1,149 @@
+package kube
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/anypb"
+	metav1alpha1 "istio.io/api/meta/v1alpha1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
+	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+)
+
+// The status of Istio objects, read back from the API server: Reconciled
+// once the gateway ACKs, the NACK count and error after it rejects a
+// change, cleared after the fix, and a missing subset's message. The
+// gateway connects on the plaintext port (--grpc-addr); status does not
+// depend on how the gateway authenticated.
+func TestIstioObjectStatus(t *testing.T) {
+	c, ns := newCluster(t, "istio-status")
+	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	var err error
+	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
+		PodName: "wayfinder-0", PodNamespace: ns})
+
+	e.createService("web")
+	e.createGateway("gw")
+	e.createVS(e.virtualService("web", "web.example.com", e.host("web"), ""))
+	// The gateway rejects any route config naming nack.example.com.
+	gw := testenv.Gateway(t, e.server.GRPCAddr().String(), "gw-0", map[string]string{"istio": "ingressgateway"},
+		func(typeURL string, rs []*anypb.Any) error {
+			if typeURL != adsc.RouteType {
+				return nil
+			}
+			for _, r := range rs {
+				if bytes.Contains(r.GetValue(), []byte("nack.example.com")) {
+					return errors.New("test gateway refuses nack.example.com")
+				}
+			}
+			return nil
+		})
+	waitFor(t, gw, "web.example.com routed", func(s adsc.State) bool { return virtualHost(s, "web.example.com", "") })
+
+	reconciled := func(s *metav1alpha1.IstioStatus) string {
+		for _, c := range s.GetConditions() {
+			if c.GetType() == status.ConditionReconciled {
+				return c.GetStatus() + "/" + c.GetReason() + ": " + c.GetMessage()
+			}
+		}
+		return ""
+	}
+	got := e.waitVSStatus("web", "Reconciled true", func(s *metav1alpha1.IstioStatus) bool {
+		return strings.HasPrefix(reconciled(s), "True/Reconciled")
+	})
+	if cond := got.GetConditions()[0]; cond.GetObservedGeneration() != 1 || !strings.Contains(cond.GetMessage(), "all 1 gateways") {
+		t.Errorf("Reconciled = %v, want generation 1 and one gateway", cond)
+	}
+	gwStatus := e.waitGatewayStatus("gw", func(s *metav1alpha1.IstioStatus) bool {
+		return strings.HasPrefix(reconciled(s), "True/Reconciled")
+	})
+	if gwStatus.GetObservedGeneration() != 1 {
+		t.Errorf("Gateway status observedGeneration = %d, want 1", gwStatus.GetObservedGeneration())
+	}
+
+	// A change the gateway NACKs.
+	e.setVSHosts("web", "web.example.com", "nack.example.com")
+	e.waitVSStatus("web", "Rejected with count and error", func(s *metav1alpha1.IstioStatus) bool {
+		r := reconciled(s)
+		return strings.HasPrefix(r, "False/Rejected") && strings.Contains(r, "1 of 1 gateways rejected") &&
+			strings.Contains(r, "test gateway refuses nack.example.com") && s.GetObservedGeneration() == 2
+	})
+
+	// The fix, ACKed: the NACK is gone.
+	e.setVSHosts("web", "web.example.com", "fixed.example.com")
+	waitFor(t, gw, "fixed.example.com routed", func(s adsc.State) bool { return virtualHost(s, "fixed.example.com", "") })
+	e.waitVSStatus("web", "Reconciled again", func(s *metav1alpha1.IstioStatus) bool {
+		return strings.HasPrefix(reconciled(s), "True/Reconciled") && s.GetObservedGeneration() == 3
+	})
+
+	// A route to a subset no DestinationRule defines.
+	e.createVS(e.virtualService("sub", "sub.example.com", e.host("web"), "v9"))
+	sub := e.waitVSStatus("sub", "IST0101 for the missing subset", func(s *metav1alpha1.IstioStatus) bool {
+		for _, m := range s.GetValidationMessages() {
+			if m.GetType().GetCode() == "IST0101" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range sub.GetConditions() {
+		if c.GetType() == status.ConditionValid && (c.GetStatus() != "False" || !strings.Contains(c.GetMessage(), "destination.subset") ||
+			!strings.Contains(c.GetMessage(), `"v9"`)) {
+			t.Errorf("Valid of sub = %v, want False naming the field and the subset", c)
+		}
+	}
+}
+
+func (e *env) setVSHosts(name string, hosts ...string) {
+	e.t.Helper()
+	vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, name, metav1.GetOptions{})
+	e.must(err)
+	vs.Spec.Hosts = hosts
+	_, err = e.istio.NetworkingV1().VirtualServices(e.ns).Update(ctx, vs, metav1.UpdateOptions{})
+	e.must(err)
+}
+
+// waitVSStatus polls the VirtualService until cond holds on its status
+// (bounded by waitTimeout) and returns that status.
+func (e *env) waitVSStatus(name, what string, cond func(*metav1alpha1.IstioStatus) bool) *metav1alpha1.IstioStatus {
+	e.t.Helper()
+	var last *metav1alpha1.IstioStatus
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, name, metav1.GetOptions{})
+		e.must(err)
+		if last = &vs.Status; cond(last) {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond) // polling the API server, bounded by the deadline
+	}
+	e.t.Fatalf("VirtualService %s: waiting for %s; last status %v", name, what, last)
+	return nil
+}
+
+func (e *env) waitGatewayStatus(name string, cond func(*metav1alpha1.IstioStatus) bool) *metav1alpha1.IstioStatus {
+	e.t.Helper()
+	var last *metav1alpha1.IstioStatus
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		gw, err := e.istio.NetworkingV1().Gateways(e.ns).Get(ctx, name, metav1.GetOptions{})
+		e.must(err)
+		if last = &gw.Status; cond(last) {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("Gateway %s: status never matched; last %v", name, last)
+	return nil
+}
