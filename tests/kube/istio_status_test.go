@@ -3,12 +3,16 @@ package kube
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -32,6 +36,25 @@ func TestIstioObjectStatus(t *testing.T) {
 	}
 	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
 		PodName: "wayfinder-0", PodNamespace: ns})
+
+	// Every status write of VirtualService web, to check that none repeats
+	// what the object already says.
+	w, err := e.istio.NetworkingV1().VirtualServices(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web"})
+	e.must(err)
+	defer w.Stop()
+	var (
+		mu   sync.Mutex
+		seen []*networkingv1.VirtualService
+	)
+	go func() {
+		for ev := range w.ResultChan() {
+			if vs, ok := ev.Object.(*networkingv1.VirtualService); ok {
+				mu.Lock()
+				seen = append(seen, vs)
+				mu.Unlock()
+			}
+		}
+	}()
 
 	e.createService("web")
 	e.createGateway("gw")
@@ -86,6 +109,40 @@ func TestIstioObjectStatus(t *testing.T) {
 	e.waitVSStatus("web", "Reconciled again", func(s *metav1alpha1.IstioStatus) bool {
 		return strings.HasPrefix(reconciled(s), "True/Reconciled") && s.GetObservedGeneration() == 3
 	})
+
+	// Wait for the watch to deliver the final status.
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(seen)
+		done := n > 0 && seen[n-1].Generation == 3 && strings.HasPrefix(reconciled(&seen[n-1].Status), "True/Reconciled")
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch never delivered the final status of web")
+		}
+	}
+	mu.Lock()
+	written := slices.Clone(seen)
+	mu.Unlock()
+	writes := 0
+	for i := 1; i < len(written); i++ {
+		prev, cur := written[i-1], written[i]
+		if prev.Generation != cur.Generation {
+			continue // a spec change
+		}
+		writes++
+		if sameIgnoringTimes(&prev.Status, &cur.Status) {
+			t.Errorf("status write %d repeats the status before it: %v", i, &cur.Status)
+		}
+	}
+	if writes < 3 {
+		t.Errorf("saw %d status writes of web, want at least Reconciled, Rejected, Reconciled", writes)
+	}
+	// Each spec version is typically written Pending, then Reconciled
+	// or Rejected once the gateway answers.
+	t.Logf("VirtualService web: %d status writes for 3 spec versions", writes)
 
 	// A route to a subset no DestinationRule defines.
 	e.createVS(e.virtualService("sub", "sub.example.com", e.host("web"), "v9"))
@@ -146,4 +203,15 @@ func (e *env) waitGatewayStatus(name string, cond func(*metav1alpha1.IstioStatus
 	}
 	e.t.Fatalf("Gateway %s: status never matched; last %v", name, last)
 	return nil
+}
+
+func sameIgnoringTimes(a, b *metav1alpha1.IstioStatus) bool {
+	strip := func(s *metav1alpha1.IstioStatus) *metav1alpha1.IstioStatus {
+		s = proto.Clone(s).(*metav1alpha1.IstioStatus)
+		for _, c := range s.Conditions {
+			c.LastTransitionTime, c.LastProbeTime = nil, nil
+		}
+		return s
+	}
+	return proto.Equal(strip(a), strip(b))
 }
