@@ -70,6 +70,7 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*ObjectState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
+	byGroup := map[string][]config.Key{} // the Gateways and VirtualServices feeding a group's LDS and RDS
 	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
 		p := s.proxies[id]
 		if p.group == nil || p.view == nil || p.group.key == proxylessKey || st == nil {
@@ -79,15 +80,18 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*ObjectState {
 		if newest == nil {
 			continue
 		}
-		var routing []config.Key
-		for _, gw := range p.group.gateways {
-			routing = append(routing, gw)
-			for _, vs := range st.push.VirtualServicesForGateway(gw.Namespace + "/" + gw.Name) {
-				routing = append(routing, vs.Key())
+		routing, ok := byGroup[p.group.key]
+		if !ok { // once per group, not per proxy
+			for _, gw := range p.group.gateways {
+				routing = append(routing, gw)
+				for _, vs := range st.push.VirtualServicesForGateway(gw.Namespace + "/" + gw.Name) {
+					routing = append(routing, vs.Key())
+				}
 			}
+			slices.SortFunc(routing, compareKeys)
+			routing = slices.Compact(routing)
+			byGroup[p.group.key] = routing
 		}
-		slices.SortFunc(routing, compareKeys)
-		routing = slices.Compact(routing)
 		count := func(keys []config.Key, types []string) {
 			acked, nack := proxyTypesState(p, newest, types)
 			for _, k := range keys {
