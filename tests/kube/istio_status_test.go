@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -12,9 +13,13 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
@@ -39,7 +44,15 @@ func TestIstioObjectStatus(t *testing.T) {
 
 	// Every status write of VirtualService web, to check that none repeats
 	// what the object already says.
-	w, err := e.istio.NetworkingV1().VirtualServices(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web"})
+	// A RetryWatcher, as a plain watch the API server ends would lose them.
+	list, err := e.istio.NetworkingV1().VirtualServices(ns).List(ctx, metav1.ListOptions{})
+	e.must(err)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = "metadata.name=web"
+			return e.istio.NetworkingV1().VirtualServices(ns).Watch(ctx, o)
+		},
+	})
 	e.must(err)
 	defer w.Stop()
 	var (
@@ -48,7 +61,7 @@ func TestIstioObjectStatus(t *testing.T) {
 	)
 	go func() {
 		for ev := range w.ResultChan() {
-			if vs, ok := ev.Object.(*networkingv1.VirtualService); ok {
+			if vs, ok := ev.Object.(*networkingv1.VirtualService); ok && ev.Type == watch.Modified {
 				mu.Lock()
 				seen = append(seen, vs)
 				mu.Unlock()
@@ -120,6 +133,11 @@ func TestIstioObjectStatus(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
+			mu.Lock()
+			for _, vs := range seen {
+				t.Logf("seen: generation %d resourceVersion %s %s", vs.Generation, vs.ResourceVersion, reconciled(&vs.Status))
+			}
+			mu.Unlock()
 			t.Fatal("the watch never delivered the final status of web")
 		}
 	}
@@ -143,6 +161,25 @@ func TestIstioObjectStatus(t *testing.T) {
 	// Each spec version is typically written Pending, then Reconciled
 	// or Rejected once the gateway answers.
 	t.Logf("VirtualService web: %d status writes for 3 spec versions", writes)
+
+	// A DestinationRule feeds every gateway's clusters: Reconciled once
+	// the gateway ACKs them.
+	_, err = e.istio.NetworkingV1().DestinationRules(ns).Create(ctx, &networkingv1.DestinationRule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: networking.DestinationRule{Host: e.host("web"), Subsets: []*networking.Subset{
+			{Name: "v1", Labels: map[string]string{"version": "v1"}}}},
+	}, metav1.CreateOptions{})
+	e.must(err)
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		dr, err := e.istio.NetworkingV1().DestinationRules(ns).Get(ctx, "web", metav1.GetOptions{})
+		e.must(err)
+		if strings.HasPrefix(reconciled(&dr.Status), "True/Reconciled") && strings.Contains(reconciled(&dr.Status), "all 1 gateways") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("DestinationRule web never Reconciled: %v", &dr.Status)
+		}
+	}
 
 	// A route to a subset no DestinationRule defines.
 	e.createVS(e.virtualService("sub", "sub.example.com", e.host("web"), "v9"))
