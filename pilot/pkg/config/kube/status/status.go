@@ -7,6 +7,11 @@
 // would race each other with conflicting updates: the writer campaigns for
 // a coordination.k8s.io Lease and writes only while it holds it. Only the
 // status subresource is written (UpdateStatus), never the spec.
+//
+// IstioWriter (istio.go) does the same for Gateways, VirtualServices,
+// DestinationRules and ServiceEntries under a Lease of its own: Istio's
+// Reconciled condition and coded validationMessages, computed from the
+// discovery server's per-object state (Compute), rate-limited.
 package status
 
 import (
