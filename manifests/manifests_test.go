@@ -275,6 +275,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	}
 	want := expand(read, "list", "watch")
 	want = append(want, "networking.k8s.io/ingresses/status:update")
+	want = append(want, expand([]string{"networking.istio.io/gateways/status", "networking.istio.io/virtualservices/status",
+		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status"}, "update")...)
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
 	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
 	slices.Sort(want)

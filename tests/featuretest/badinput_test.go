@@ -211,6 +211,17 @@ func TestNACKKeepsLastGoodConfig(t *testing.T) {
 	if got := e.metric("pilot_total_xds_rejects{"); !slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "rds") && strings.HasSuffix(l, " 1") }) {
 		t.Errorf("NACK metric: %v", got)
 	}
+	// The per-object view (what Kubernetes mode writes to status) puts
+	// the NACK on the VirtualServices that produced the routes.
+	var onVS []string
+	for _, o := range e.configz().Status {
+		if o.Kind == "VirtualService" && o.Nacked == 1 && strings.Contains(o.FirstNack, "refuses /poison") {
+			onVS = append(onVS, o.Name)
+		}
+	}
+	if len(onVS) == 0 {
+		t.Errorf("configz status names no VirtualService with the NACK: %+v", e.configz().Status)
+	}
 
 	e.write("routes.yaml", routesYAML("/healed"))
 	s = waitFor(t, c, "next change", func(s adsc.State) bool { return hasPrefix(s, "http.80", "bookinfo.example.com:80", "/healed") })

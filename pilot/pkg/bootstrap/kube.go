@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"fmt"
+	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,12 @@ type kubeMode struct {
 	authz   *credentials.Authorizer
 	ingress *ingress.Controller
 	status  *status.Writer
+	// istioStatus (nil without pod identity) writes the status of the
+	// Istio objects when this replica leads.
+	istioStatus *status.IstioWriter
+	// istioInformers are the Istio config informers, shared by the config
+	// source and the status writer.
+	istioInformers []istioinformers.SharedInformerFactory
 	// pushSecret asks for a push when a certificate changes; set by
 	// NewServer before anything runs.
 	pushSecret func()
@@ -132,6 +139,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	if err != nil {
 		return fail(err)
 	}
+	m.istioInformers = crds.InformerFactories()
 	sources := []model.ConfigStoreController{crds}
 	if err := m.addIngress(opts); err != nil {
 		return fail(err)

@@ -97,6 +97,9 @@ func NewServer(opts Options) (s *Server, err error) {
 	}
 	ds := xds.NewDiscoveryServer(xopts)
 	if kube != nil {
+		if err = kube.addIstioStatus(opts, ds); err != nil {
+			return nil, err
+		}
 		kube.registry.AppendPushHandler(ds.ConfigUpdate)
 		kube.pushSecret = func() {
 			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
@@ -225,6 +228,13 @@ func (s *Server) Run(ctx context.Context) error {
 			run(func() {
 				if err := s.kube.status.Run(ctx); err != nil {
 					log.Error("ingress status writer stopped", "err", err)
+				}
+			})
+		}
+		if s.kube.istioStatus != nil {
+			run(func() {
+				if err := s.kube.istioStatus.Run(ctx); err != nil {
+					log.Error("istio status writer stopped", "err", err)
 				}
 			})
 		}

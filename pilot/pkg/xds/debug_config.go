@@ -26,6 +26,9 @@ type Configz struct {
 	// SecretRefusals are the secrets connected proxies are not sent
 	// (another namespace's, or over the plaintext port), by gateway group.
 	SecretRefusals []SecretRefusalz `json:"secretRefusals"`
+	// Status is, per object used by a gateway or with a problem, what is
+	// written to its status in Kubernetes mode (see object_status.go).
+	Status []ConfigzStatus `json:"status"`
 }
 
 // ConfigzObject is one config object.
@@ -76,6 +79,7 @@ func (s *DiscoveryServer) handleConfigz(w http.ResponseWriter, _ *http.Request) 
 		out.Errors = append(out.Errors, configzError("translation", e))
 	}
 	out.SecretRefusals = s.secretRefusals()
+	out.Status = s.configzStatus()
 	writeJSON(w, http.StatusOK, out)
 }
 

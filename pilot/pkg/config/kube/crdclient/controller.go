@@ -168,6 +168,13 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
+// InformerFactories are the factories of the controller's informers, one
+// per watched namespace, for readers that need the same objects (the
+// status writer) without a second watch.
+func (c *Controller) InformerFactories() []externalversions.SharedInformerFactory {
+	return c.factories
+}
+
 // Get returns the object or nil. The result shares the stored spec, which
 // must not be mutated.
 func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Config {

@@ -7,6 +7,11 @@
 // would race each other with conflicting updates: the writer campaigns for
 // a coordination.k8s.io Lease and writes only while it holds it. Only the
 // status subresource is written (UpdateStatus), never the spec.
+//
+// IstioWriter (istio.go) does the same for Gateways, VirtualServices,
+// DestinationRules and ServiceEntries under a Lease of its own: Istio's
+// Reconciled condition and coded validationMessages, computed from the
+// discovery server's per-object state (Compute), rate-limited.
 package status
 
 import (
@@ -32,8 +37,6 @@ import (
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	listersnetworkingv1 "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
@@ -260,49 +263,15 @@ func (w *Writer) Run(ctx context.Context) error {
 		}
 	}
 	tick.Stop()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: w.opts.LeaseNamespace, Name: w.opts.LeaseName},
-		Client:     w.opts.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: w.opts.Identity},
-	}
-	for ctx.Err() == nil {
-		// client-go calls OnStartedLeading in a goroutine of its own; the
-		// work is done here instead, so nothing outlives Run.
-		started := make(chan context.Context, 1)
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   w.opts.LeaseDuration,
-			RenewDeadline:   w.opts.RenewDeadline,
-			RetryPeriod:     w.opts.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            "ingress-status",
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) { started <- ctx },
-				OnStoppedLeading: func() {},
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("status: leader election: %w", err)
-		}
-		elCtx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			le.Run(elCtx)
-		}()
-		select {
-		case leadCtx := <-started:
-			w.opts.Logger.Info("leading: writing Ingress status", "lease", w.opts.LeaseNamespace+"/"+w.opts.LeaseName, "identity", w.opts.Identity)
-			w.setLeader(true)
-			w.lead(leadCtx) // until the Lease is lost or ctx is done
-			w.setLeader(false)
-			w.opts.Logger.Info("stopped leading: no longer writing Ingress status", "identity", w.opts.Identity)
-		case <-done:
-		}
-		cancel() // releases the Lease if still held
-		<-done
-	}
-	return nil
+	return campaign(ctx, leaseConfig{
+		Client: w.opts.Client, Namespace: w.opts.LeaseNamespace, Name: w.opts.LeaseName, Identity: w.opts.Identity,
+		LeaseDuration: w.opts.LeaseDuration, RenewDeadline: w.opts.RenewDeadline, RetryPeriod: w.opts.RetryPeriod,
+		What: "Ingress status", Logger: w.opts.Logger,
+	}, func(leadCtx context.Context) {
+		w.setLeader(true)
+		w.lead(leadCtx) // until the Lease is lost or ctx is done
+		w.setLeader(false)
+	})
 }
 
 // lead syncs all status at once, then again on every change, until the
