@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,16 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// The API server's RBAC authorizer sees a new binding a moment after it
+	// is created: wait until the control plane's ServiceAccount may create
+	// reviews at all, so what follows tests the reviews' answers.
+	waitUntil(t, "the ClusterRoleBinding to take effect", func() bool {
+		_, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: "probe", ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: "get", Resource: "secrets", Namespace: appNS}}}, metav1.CreateOptions{})
+		return err == nil
+	})
 
 	clk := clocktesting.NewFakeClock(time.Now())
 	a, err := credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews(), Clock: clk,
