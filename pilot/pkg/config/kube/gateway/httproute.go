@@ -155,7 +155,10 @@ func (c *converter) backend(src, ns string, ref gw.BackendObjectReference, field
 		return nil, false
 	}
 	bns := string(deref(ref.Namespace, gw.Namespace(ns)))
-	if bns != ns && !c.grants.allowed("HTTPRoute", ns, "", "Service", bns, string(ref.Name)) {
+	// The grant must name the referring route's own kind (Source begins
+	// with it).
+	fromKind, _, _ := strings.Cut(src, " ")
+	if bns != ns && !c.grants.allowed(fromKind, ns, "", "Service", bns, string(ref.Name)) {
 		c.errorf(src, field, "Service %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); backend skipped", bns, ref.Name)
 		c.st.refUnresolved(src, gw.RouteReasonRefNotPermitted, "%s: Service %s/%s is in another namespace and no ReferenceGrant allows it", field, bns, ref.Name)
 		return nil, false

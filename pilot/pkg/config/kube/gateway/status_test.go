@@ -160,3 +160,23 @@ func TestStatusReferenceGrant(t *testing.T) {
 	}
 	wantCond(t, "foreign", ps[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", 4)
 }
+
+// A ReferenceGrant allows the route kind it names: one from HTTPRoute does
+// not let a GRPCRoute refer across namespaces; one from GRPCRoute does.
+func TestStatusReferenceGrantKind(t *testing.T) {
+	in := statusInput(true)
+	in.GRPCRoutes = []*gw.GRPCRoute{{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "rpc", Generation: 1}, Spec: gw.GRPCRouteSpec{
+		CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "gw", Namespace: ptrTo(gw.Namespace("edge"))}}},
+		Rules: []gw.GRPCRouteRule{{BackendRefs: []gw.GRPCBackendRef{{BackendRef: gw.BackendRef{BackendObjectReference: gw.BackendObjectReference{
+			Name: "db", Namespace: ptrTo(gw.Namespace("shared")), Port: ptrTo(gw.PortNumber(80))}}}}}},
+	}}}
+	key := gateway.RouteKey{Kind: "GRPCRoute", Namespace: "app", Name: "rpc"}
+	ps := gateway.ConvertWithStatus(in, gateway.Options{}, time.Now()).Status.Routes[key]
+	if len(ps) != 1 {
+		t.Fatalf("parents %+v", ps)
+	}
+	wantCond(t, "rpc with an HTTPRoute grant", ps[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "RefNotPermitted", 1)
+	in.ReferenceGrants[0].Spec.From = append(in.ReferenceGrants[0].Spec.From, gw.ReferenceGrantFrom{Group: gw.GroupName, Kind: "GRPCRoute", Namespace: "app"})
+	ps = gateway.ConvertWithStatus(in, gateway.Options{}, time.Now()).Status.Routes[key]
+	wantCond(t, "rpc with a GRPCRoute grant", ps[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", 1)
+}
