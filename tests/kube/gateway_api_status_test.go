@@ -3,17 +3,22 @@ package kube
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
 // condIs describes a condition and reports whether it has the status and
@@ -166,3 +171,102 @@ func TestGatewayAPIStatus(t *testing.T) {
 	}
 	eventually(t, "HTTPRoute cross ResolvedRefs once granted", routeWith("cross", metav1.ConditionTrue, "ResolvedRefs"))
 }
+
+// The manifests' RBAC lets the leader write Gateway API status: the server
+// runs as the pilot-discovery ServiceAccount, its Lease in its own
+// namespace, and the GatewayClass, Gateway and HTTPRoute get status.
+func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
+	c, ns := newCluster(t, "gwapi-status-rbac")
+	docs, err := manifests.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw [][]byte
+	for _, d := range docs {
+		raw = append(raw, d.YAML)
+	}
+	actx, cancel := contextWithTimeout()
+	defer cancel()
+	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
+		t.Fatal(err)
+	}
+	const wf = "wayfinder-system"
+	cfg := c.RESTConfig()
+	cfg.BearerToken = c.Token(t, wf, "pilot-discovery", nil, time.Hour)
+
+	gwc, err := gwclient.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	api := gwc.GatewayV1()
+	className := ns + "-wayfinder"
+	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	if _, err := api.Gateways(ns).Create(ctx, &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.HTTPRoutes(ns).Create(ctx, &gw.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"},
+		Spec: gw.HTTPRouteSpec{CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge"}}},
+			Rules: []gw.HTTPRouteRule{{BackendRefs: []gw.HTTPBackendRef{{BackendRef: gw.BackendRef{
+				BackendObjectReference: gw.BackendObjectReference{Name: "nope", Port: ptrTo(gw.PortNumber(80))}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The authorizer learns new bindings a moment after they are stored.
+	var s *bootstrap.Server
+	pctx, pcancel := contextWithTimeout()
+	defer pcancel()
+	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns},
+			PodNamespace: wf, PodName: "wayfinder-rbac-0",
+			HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
+			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", wf, err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+
+	eventually(t, "GatewayClass Accepted", func() (string, bool) {
+		gc, err := api.GatewayClasses().Get(ctx, className, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		return condIs(gc.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+	})
+	eventually(t, "Gateway Programmed", func() (string, bool) {
+		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		return condIs(g.Status.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+	})
+	eventually(t, "HTTPRoute BackendNotFound", func() (string, bool) {
+		r, err := api.HTTPRoutes(ns).Get(ctx, "missing", metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		if len(r.Status.Parents) != 1 {
+			return fmt.Sprintf("parents %+v", r.Status.Parents), false
+		}
+		return condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
