@@ -92,14 +92,23 @@ type converter struct {
 	listeners map[string][]*listener
 	hosts     map[hostKey]*hostRoutes
 	st        *recorder
+	// quiet silences errorf and warnf while a route no listener accepted
+	// has its backends resolved for its status alone.
+	quiet bool
 }
 
 func (c *converter) errorf(source, field, format string, args ...any) {
+	if c.quiet {
+		return
+	}
 	c.errs = append(c.errs, &config.Error{Source: source, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
 // warnf reports what is served all the same, only partly.
 func (c *converter) warnf(source, field, format string, args ...any) {
+	if c.quiet {
+		return
+	}
 	c.errs = append(c.errs, &config.Error{Source: source, Field: field, Message: fmt.Sprintf(format, args...), Warning: true})
 }
 

@@ -120,9 +120,9 @@
 // first refused backend's). Every condition carries its object's
 // generation. Programmed says the listeners were converted; the Gateway's
 // addresses are not reported yet (no Service is deployed for it yet). A
-// Conflicted listener is reported but still served. A route accepted by
-// no listener has not had its backends resolved: ResolvedRefs is False,
-// Pending.
+// Conflicted listener is reported but still served. The backends of a
+// route no listener accepted are resolved all the same, silently, for its
+// ResolvedRefs.
 //
 // # Not yet
 //

@@ -18,6 +18,11 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 	src := Source("HTTPRoute", r)
 	atts := c.attach("HTTPRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
 	if len(atts) == 0 {
+		c.statusOnly(src, func() {
+			for i, rule := range r.Spec.Rules {
+				c.ruleAction(r, rule, fmt.Sprintf("spec.rules[%d]", i))
+			}
+		})
 		return
 	}
 	var routes []*sortedRoute

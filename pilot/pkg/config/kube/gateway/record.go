@@ -39,6 +39,19 @@ type parentRec struct {
 	accepted *cond // nil when accepted
 }
 
+// statusOnly runs resolve, which resolves the backends of a route that
+// no listener accepted, only to record its ResolvedRefs, when the route
+// has a parent of ours to report it on; nothing is reported as an error
+// (the route is already reported as not attached).
+func (c *converter) statusOnly(src string, resolve func()) {
+	if len(c.st.parents[src]) == 0 {
+		return
+	}
+	c.quiet = true
+	defer func() { c.quiet = false }()
+	resolve()
+}
+
 func newRecorder() *recorder {
 	return &recorder{handled: map[string]bool{}, listeners: map[string]map[gw.SectionName]*listenerRec{},
 		parents: map[string][]*parentRec{}, refs: map[string]*cond{}}

@@ -225,14 +225,9 @@ func listenerConflicts(ls []gw.Listener) map[gw.SectionName]cond {
 
 // routeParents gives a route one parents entry per parentRef naming a
 // handled Gateway: Accepted as attachment decided, ResolvedRefs from its
-// backends. A route attached nowhere has not had its backends resolved;
-// its ResolvedRefs then says so (Pending).
+// backends (resolved for status even where no listener accepted it).
 func routeParents(src string, gen int64, rec *recorder, controller string, t metav1.Time) []gw.RouteParentStatus {
 	var out []gw.RouteParentStatus
-	attached := false
-	for _, p := range rec.parents[src] {
-		attached = attached || (p != nil && p.accepted == nil)
-	}
 	refs := rec.refs[src]
 	for _, p := range rec.parents[src] {
 		if p == nil {
@@ -244,14 +239,10 @@ func routeParents(src string, gen int64, rec *recorder, controller string, t met
 		} else {
 			ps.Conditions = append(ps.Conditions, condition(string(gw.RouteConditionAccepted), false, p.accepted.reason, p.accepted.message, gen, t))
 		}
-		switch {
-		case refs != nil:
+		if refs != nil {
 			ps.Conditions = append(ps.Conditions, condition(string(gw.RouteConditionResolvedRefs), false, refs.reason, refs.message, gen, t))
-		case attached:
+		} else {
 			ps.Conditions = append(ps.Conditions, condition(string(gw.RouteConditionResolvedRefs), true, string(gw.RouteReasonResolvedRefs), "", gen, t))
-		default:
-			ps.Conditions = append(ps.Conditions, condition(string(gw.RouteConditionResolvedRefs), false, string(gw.RouteReasonPending),
-				"references are resolved once the route is accepted by a listener", gen, t))
 		}
 		out = append(out, ps)
 	}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -179,4 +180,30 @@ func TestStatusReferenceGrantKind(t *testing.T) {
 	in.ReferenceGrants[0].Spec.From = append(in.ReferenceGrants[0].Spec.From, gw.ReferenceGrantFrom{Group: gw.GroupName, Kind: "GRPCRoute", Namespace: "app"})
 	ps = gateway.ConvertWithStatus(in, gateway.Options{}, time.Now()).Status.Routes[key]
 	wantCond(t, "rpc with a GRPCRoute grant", ps[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", 1)
+}
+
+// A route no listener accepts still has its backends resolved for its
+// ResolvedRefs, without an error for them: only the attachment is reported.
+func TestStatusResolvesRefsOfUnattachedRoute(t *testing.T) {
+	in := statusInput(false)
+	r := in.HTTPRoutes[4].DeepCopy() // nosection
+	r.Name = "nosection-missing"
+	r.Spec.Rules[0].BackendRefs[0].Name = "nope"
+	in.HTTPRoutes = append(in.HTTPRoutes, r)
+	res := gateway.ConvertWithStatus(in, gateway.Options{}, time.Now())
+	ps := res.Status.Routes[gateway.RouteKey{Kind: "HTTPRoute", Namespace: "app", Name: "nosection-missing"}]
+	if len(ps) != 1 {
+		t.Fatalf("parents %+v", ps)
+	}
+	wantCond(t, "nosection-missing", ps[0].Conditions, "Accepted", metav1.ConditionFalse, "NoMatchingParent", 4)
+	wantCond(t, "nosection-missing", ps[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound", 4)
+	var mine []string
+	for _, e := range res.Errors {
+		if e.Source == "HTTPRoute app/nosection-missing" {
+			mine = append(mine, e.Error())
+		}
+	}
+	if len(mine) != 1 || !strings.Contains(mine[0], "NoMatchingParent") {
+		t.Errorf("errors of the route %q, want only its NoMatchingParent", mine)
+	}
 }
