@@ -170,6 +170,18 @@ func TestGatewayAPIStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "HTTPRoute cross ResolvedRefs once granted", routeWith("cross", metav1.ConditionTrue, "ResolvedRefs"))
+
+	// A spec change (generation 2) is converted again, though status
+	// writes alone (same generation) are not: its backend is gone.
+	shop, err := api.HTTPRoutes(ns).Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop.Spec.Rules[0].BackendRefs[0].Name = "nope"
+	if _, err := api.HTTPRoutes(ns).Update(ctx, shop, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "HTTPRoute shop BackendNotFound at generation 2", routeWith("shop", metav1.ConditionFalse, "BackendNotFound"))
 }
 
 // The manifests' RBAC lets the leader write Gateway API status: the server

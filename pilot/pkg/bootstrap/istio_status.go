@@ -20,7 +20,8 @@ func (m *kubeMode) addIstioStatus(opts Options, ds *xds.DiscoveryServer) error {
 	var also []status.Syncer
 	if m.gatewayAPI != nil {
 		g, err := status.NewGatewayAPI(status.GatewayAPIOptions{
-			Client: m.gatewayAPI.Client(), Input: m.gatewayAPI.StatusInput, Convert: m.gatewayAPI.ConvertOptions(),
+			Client: m.gatewayAPI.Client(), Input: m.gatewayAPI.StatusInput, Status: m.gatewayAPI.Status,
+			Convert: m.gatewayAPI.ConvertOptions(),
 		})
 		if err != nil {
 			return fmt.Errorf("gateway API status: %w", err)

@@ -7,6 +7,16 @@ import gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 // computes (ConvertWithStatus) and compares. Empty before Run.
 func (c *Controller) StatusInput() (Input, error) { return c.input() }
 
+// Status is the status computed by the last conversion, which runs on
+// every change of what it reads: the status writer takes it from here
+// rather than converting everything again on each of its passes. Empty
+// before the first conversion.
+func (c *Controller) Status() Status {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.status
+}
+
 // ConvertOptions are the options conversion runs with.
 func (c *Controller) ConvertOptions() Options { return c.opts.Convert }
 

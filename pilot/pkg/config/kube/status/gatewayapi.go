@@ -30,7 +30,11 @@ type GatewayAPIOptions struct {
 	Client gwclient.Interface
 	// Input reads the Gateway API objects now (gateway.Controller's
 	// StatusInput): the informer caches, with their current status.
-	Input   func() (gateway.Input, error)
+	Input func() (gateway.Input, error)
+	// Status returns the computed status (gateway.Controller's Status, of
+	// its last conversion). Nil computes it from Input on every pass
+	// (gateway.ConvertWithStatus with Convert), as tests do.
+	Status  func() gateway.Status
 	Convert gateway.Options
 	Clock   clock.PassiveClock
 }
@@ -69,8 +73,13 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 	if err != nil {
 		return 0, err
 	}
-	now := g.opts.Clock.Now().Truncate(time.Second) // the API server keeps seconds
-	st := gateway.ConvertWithStatus(in, g.opts.Convert, now).Status
+	var st gateway.Status
+	if g.opts.Status != nil {
+		st = g.opts.Status()
+	} else {
+		now := g.opts.Clock.Now().Truncate(time.Second) // the API server keeps seconds
+		st = gateway.ConvertWithStatus(in, g.opts.Convert, now).Status
+	}
 	ctrl := gw.GatewayController(gateway.ControllerName)
 	if g.opts.Convert.ControllerName != "" {
 		ctrl = gw.GatewayController(g.opts.Convert.ControllerName)
