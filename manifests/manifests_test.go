@@ -256,7 +256,7 @@ func expand(groupResources []string, verbs ...string) []string {
 }
 
 // The RBAC is least privilege: list and watch on what the controller reads,
-// update on Ingress status only, Events, TokenReviews and
+// update on the status of Ingresses, Istio and Gateway API objects only, Events, TokenReviews and
 // SubjectAccessReviews, and in its own namespace a Lease and the CA's
 // Secret and ConfigMap; no wildcards, no get on Secrets by name elsewhere,
 // nothing else.
@@ -277,6 +277,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	want = append(want, "networking.k8s.io/ingresses/status:update")
 	want = append(want, expand([]string{"networking.istio.io/gateways/status", "networking.istio.io/virtualservices/status",
 		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status"}, "update")...)
+	want = append(want, expand([]string{"gateway.networking.k8s.io/gatewayclasses/status", "gateway.networking.k8s.io/gateways/status",
+		"gateway.networking.k8s.io/httproutes/status", "gateway.networking.k8s.io/grpcroutes/status",
+		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
 	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
 	slices.Sort(want)
@@ -475,6 +478,8 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch"}, true},
 		{authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "ingresses", Subresource: "status", Verb: "update", Namespace: "default"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "events", Verb: "create", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "httproutes", Subresource: "status", Verb: "update", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "gatewayclasses", Subresource: "status", Verb: "update"}, true},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: namespace}, true},
 		// Authenticating gateways and debug callers; Secret access checks.
 		{authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true},
@@ -489,6 +494,7 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "default", Name: "tls"}, false},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "ingresses", Verb: "update", Namespace: "default"}, false},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "services", Verb: "delete", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "create", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: "default"}, false},

@@ -9,16 +9,28 @@ import (
 
 // addIstioStatus sets up the writer of status on Gateways,
 // VirtualServices, DestinationRules and ServiceEntries from the discovery
-// server's per-object state. Like Ingress status it needs the pod's
+// server's per-object state, and, under the same Lease and rate, of the
+// Gateway API objects Wayfinder handles. Like Ingress status it needs the pod's
 // identity for its Lease; without it nothing is written.
 func (m *kubeMode) addIstioStatus(opts Options, ds *xds.DiscoveryServer) error {
 	if opts.PodNamespace == "" || opts.PodName == "" {
 		opts.Logger.Info("Istio object status is not written: --pod-name and --pod-namespace are not set")
 		return nil
 	}
+	var also []status.Syncer
+	if m.gatewayAPI != nil {
+		g, err := status.NewGatewayAPI(status.GatewayAPIOptions{
+			Client: m.gatewayAPI.Client(), Input: m.gatewayAPI.StatusInput, Status: m.gatewayAPI.Status,
+			Convert: m.gatewayAPI.ConvertOptions(),
+		})
+		if err != nil {
+			return fmt.Errorf("gateway API status: %w", err)
+		}
+		also = append(also, g)
+	}
 	w, err := status.NewIstio(status.IstioOptions{
 		Kube: m.clients.Kube, Istio: m.clients.Istio, Namespaces: m.clients.Namespaces, Factories: m.istioInformers,
-		State:          ds.ObjectStatus,
+		State: ds.ObjectStatus, Also: also,
 		LeaseNamespace: opts.PodNamespace, Identity: opts.PodName, Logger: opts.Logger,
 	})
 	if err != nil {

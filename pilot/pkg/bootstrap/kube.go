@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/crdclient"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
@@ -84,6 +85,9 @@ type kubeMode struct {
 	// istioStatus (nil without pod identity) writes the status of the
 	// Istio objects when this replica leads.
 	istioStatus *status.IstioWriter
+	// gatewayAPI is the Gateway API source, whose status the Istio status
+	// writer also writes.
+	gatewayAPI *gateway.Controller
 	// istioInformers are the Istio config informers, shared by the config
 	// source and the status writer.
 	istioInformers []istioinformers.SharedInformerFactory
@@ -154,6 +158,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	if err != nil {
 		return fail(err)
 	}
+	m.gatewayAPI = gwapi
 	sources = append(sources, gwapi)
 	for i, build := range opts.ExtraKubeSources {
 		src, err := build(m.clients)

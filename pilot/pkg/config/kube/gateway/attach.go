@@ -27,12 +27,17 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 		gwNS := string(deref(p.Namespace, gw.Namespace(ns)))
 		ls, ok := c.listeners[gwNS+"/"+string(p.Name)]
 		if !ok {
+			if c.st.handled[gwNS+"/"+string(p.Name)] {
+				c.st.parent(src, i, p, &cond{reason: string(gw.RouteReasonNoMatchingParent),
+					message: fmt.Sprintf("Gateway %s/%s has no listener that can be served", gwNS, p.Name)})
+			}
 			// Not a Gateway of ours, or one without servable listeners:
 			// another controller's business, or reported on the Gateway.
 			continue
 		}
 		var matched int
 		var reason string
+		why := gw.RouteReasonNotAllowedByListeners
 		for _, l := range ls {
 			if p.SectionName != nil && *p.SectionName != l.spec.Name {
 				continue
@@ -57,15 +62,22 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 			hosts := intersectHosts(l.spec.Hostname, hostnames)
 			if len(hosts) == 0 {
 				reason = fmt.Sprintf("no hostname of the route matches listener %s (NoMatchingListenerHostname)", l.spec.Name)
+				why = gw.RouteReasonNoMatchingListenerHostname
 				continue
 			}
 			out = append(out, attachment{listener: l, hosts: hosts})
+			c.st.listener(l.gateway, l.spec.Name).attached++
 		}
 		switch {
 		case matched == 0:
 			c.errorf(src, field, "Gateway %s/%s has no listener matching sectionName/port (NoMatchingParent); parent skipped", gwNS, p.Name)
+			c.st.parent(src, i, p, &cond{reason: string(gw.RouteReasonNoMatchingParent),
+				message: fmt.Sprintf("Gateway %s/%s has no listener matching sectionName/port", gwNS, p.Name)})
 		case !attachedTo(out, gwNS, string(p.Name)):
 			c.errorf(src, field, "not attached to Gateway %s/%s: %s", gwNS, p.Name, reason)
+			c.st.parent(src, i, p, &cond{reason: string(why), message: reason})
+		default:
+			c.st.parent(src, i, p, nil)
 		}
 	}
 	return out

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -63,6 +65,8 @@ type Controller struct {
 	mu        sync.RWMutex
 	lists     lists
 	factories []generated.Factory
+	// status is the status computed by the last conversion (guarded by mu).
+	status Status
 }
 
 // lists reads the informers' caches; a nil func is a kind not watched.
@@ -129,6 +133,20 @@ func (c *Controller) watch() error {
 		namespaces = []string{""}
 	}
 	every := c.OnAnyChange()
+	// GatewayClasses, Gateways and routes: conversion reads their spec,
+	// so an update that keeps metadata.generation (a status write, ours
+	// included) converts nothing again.
+	specChanged := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.Schedule() },
+		UpdateFunc: func(o, n any) {
+			a, aok := o.(metav1.Object)
+			b, bok := n.(metav1.Object)
+			if !aok || !bok || a.GetGeneration() != b.GetGeneration() {
+				c.Schedule()
+			}
+		},
+		DeleteFunc: func(any) { c.Schedule() },
+	}
 	// A Service matters for whether it exists and its ports.
 	services := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.Schedule() },
@@ -166,35 +184,35 @@ func (c *Controller) watch() error {
 		if useGateways {
 			inf := v1.Gateways()
 			l.gateways = append(l.gateways, func() ([]*gw.Gateway, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.Watch("Gateways in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("Gateways in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return err
 			}
 		}
 		if useRoutes {
 			inf := v1.HTTPRoutes()
 			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.Watch("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return err
 			}
 		}
 		if useGRPC {
 			inf := v1.GRPCRoutes()
 			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.Watch("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return err
 			}
 		}
 		if useTLS {
 			inf := v1.TLSRoutes()
 			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.Watch("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return err
 			}
 		}
 		if useTCP {
 			inf := v1.TCPRoutes()
 			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
-			if err := c.Watch("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
+			if err := c.Watch("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return err
 			}
 		}
@@ -218,7 +236,7 @@ func (c *Controller) watch() error {
 	if useClasses {
 		inf := f.Gateway().V1().GatewayClasses()
 		l.classes = func() ([]*gw.GatewayClass, error) { return inf.Lister().List(labels.Everything()) }
-		if err := c.Watch("GatewayClasses", inf.Informer(), every); err != nil {
+		if err := c.Watch("GatewayClasses", inf.Informer(), specChanged); err != nil {
 			return err
 		}
 	}
@@ -309,7 +327,15 @@ func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfgs, errs := Convert(in, c.opts.Convert)
+	now := time.Now()
+	if c.opts.Clock != nil {
+		now = c.opts.Clock.Now()
+	}
+	res := ConvertWithStatus(in, c.opts.Convert, now)
+	cfgs, errs := res.Configs, res.Errors
+	c.mu.Lock()
+	c.status = res.Status
+	c.mu.Unlock()
 	for _, e := range errs {
 		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
 	}

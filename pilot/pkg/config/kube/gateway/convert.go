@@ -91,14 +91,24 @@ type converter struct {
 	// listeners of handled Gateways, by "namespace/name" of the Gateway.
 	listeners map[string][]*listener
 	hosts     map[hostKey]*hostRoutes
+	st        *recorder
+	// quiet silences errorf and warnf while a route no listener accepted
+	// has its backends resolved for its status alone.
+	quiet bool
 }
 
 func (c *converter) errorf(source, field, format string, args ...any) {
+	if c.quiet {
+		return
+	}
 	c.errs = append(c.errs, &config.Error{Source: source, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
 // warnf reports what is served all the same, only partly.
 func (c *converter) warnf(source, field, format string, args ...any) {
+	if c.quiet {
+		return
+	}
 	c.errs = append(c.errs, &config.Error{Source: source, Field: field, Message: fmt.Sprintf(format, args...), Warning: true})
 }
 
@@ -106,8 +116,13 @@ func (c *converter) warnf(source, field, format string, args ...any) {
 // them into Istio Gateways and VirtualServices, sorted by kind, namespace
 // and name, and reports what it could not convert.
 func Convert(in Input, opts Options) ([]config.Config, []*config.Error) {
+	cfgs, errs, _ := convert(in, opts)
+	return cfgs, errs
+}
+
+func convert(in Input, opts Options) ([]config.Config, []*config.Error, *recorder) {
 	c := &converter{in: in, opts: opts.withDefaults(), grants: newGrants(in.ReferenceGrants),
-		listeners: map[string][]*listener{}, hosts: map[hostKey]*hostRoutes{}}
+		listeners: map[string][]*listener{}, hosts: map[hostKey]*hostRoutes{}, st: newRecorder()}
 	classes := c.handledClasses()
 	var out []config.Config
 	gateways := slices.Clone(in.Gateways)
@@ -148,7 +163,7 @@ func Convert(in Input, opts Options) ([]config.Config, []*config.Error) {
 	slices.SortFunc(out, func(a, b config.Config) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	return out, c.errs
+	return out, c.errs, c.st
 }
 
 // compareObjects orders objects oldest first, then by namespace and name:
@@ -174,8 +189,10 @@ func (c *converter) handledClasses() map[string]bool {
 func (c *converter) gateway(g *gw.Gateway) []config.Config {
 	src := Source("Gateway", g)
 	var out []config.Config
+	c.st.handled[g.Namespace+"/"+g.Name] = true
 	for i, l := range g.Spec.Listeners {
 		field := fmt.Sprintf("spec.listeners[%d]", i)
+		rec := c.st.listener(g, l.Name)
 		server := c.server(g, l, field)
 		if server == nil {
 			continue
@@ -192,8 +209,10 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 		}
 		if err := checkGateway(cfg); err != nil {
 			c.errorf(src, field, "%v; listener skipped", err)
+			c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedValue, "%v", err)
 			continue
 		}
+		rec.programmed = true
 		out = append(out, cfg)
 		key := g.Namespace + "/" + g.Name
 		c.listeners[key] = append(c.listeners[key], &listener{gateway: g, spec: l, istioKey: g.Namespace + "/" + name})
@@ -238,6 +257,7 @@ func (c *converter) server(g *gw.Gateway, l gw.Listener, field string) *networki
 		s.Hosts = []string{"*"}
 	default:
 		c.errorf(src, field+".protocol", "protocol %q is not served (HTTP, HTTPS, TLS and TCP are); listener skipped", l.Protocol)
+		c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedProtocol, "protocol %q is not served (HTTP, HTTPS, TLS and TCP are)", l.Protocol)
 		return nil
 	}
 	return s
@@ -250,10 +270,12 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 	src := Source("Gateway", g)
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
 		c.errorf(src, field+".certificateRefs", "an HTTPS listener needs a certificate; listener skipped")
+		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "a certificateRef is required")
 		return "", false
 	}
 	if l.TLS.Mode != nil && *l.TLS.Mode != gw.TLSModeTerminate {
 		c.errorf(src, field+".mode", "mode %q is not served on %s listeners; listener skipped", *l.TLS.Mode, l.Protocol)
+		c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedValue, "TLS mode %q is not served on %s listeners", *l.TLS.Mode, l.Protocol)
 		return "", false
 	}
 	if len(l.TLS.CertificateRefs) > 1 {
@@ -263,15 +285,18 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 	f := field + ".certificateRefs[0]"
 	if group, kind := deref(ref.Group, ""), deref(ref.Kind, "Secret"); group != "" || kind != "Secret" {
 		c.errorf(src, f, "kind %s.%s is not a Secret; listener skipped", kind, group)
+		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "certificateRef kind %s.%s is not a Secret", kind, group)
 		return "", false
 	}
 	ns := deref(ref.Namespace, gw.Namespace(g.Namespace))
 	if string(ns) != g.Namespace {
 		if !c.grants.allowed("Gateway", g.Namespace, "", "Secret", string(ns), string(ref.Name)) {
 			c.errorf(src, f, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); listener skipped", ns, ref.Name)
+			c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
 			return "", false
 		}
 		c.errorf(src, f, "Secret %s/%s is allowed by a ReferenceGrant, but certificates from another namespace are not served yet; listener skipped", ns, ref.Name)
+		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "certificates from another namespace (Secret %s/%s) are not served yet", ns, ref.Name)
 		return "", false
 	}
 	return string(ref.Name), true

@@ -107,9 +107,26 @@
 // that does not compile leaves out its own match, not its neighbours'.
 // Inputs are never modified.
 //
+// # Status
+//
+// ConvertWithStatus computes, from the decisions conversion took (record.go
+// collects them, status.go turns them into sigs.k8s.io/gateway-api types),
+// the status of every handled GatewayClass (Accepted), Gateway (Accepted,
+// Programmed; per listener Accepted, ResolvedRefs, Programmed, Conflicted,
+// supportedKinds and attachedRoutes) and the parents entries of each route
+// for the parentRefs naming a handled Gateway (Accepted with
+// NotAllowedByListeners, NoMatchingListenerHostname or NoMatchingParent;
+// ResolvedRefs with BackendNotFound, RefNotPermitted or InvalidKind, the
+// first refused backend's). Every condition carries its object's
+// generation. Programmed says the listeners were converted; the Gateway's
+// addresses are not reported yet (no Service is deployed for it yet). A
+// Conflicted listener is reported but still served. The backends of a
+// route no listener accepted are resolved all the same, silently, for its
+// ResolvedRefs.
+//
 // # Not yet
 //
-// Status (GatewayClass, Gateway, listener and route conditions), automated
+// Status addresses, automated
 // deployment of the gateway proxies, file mode, certificates of another
 // namespace (even with a ReferenceGrant: the SDS seam reads a Gateway's own
 // namespace), backends that are ServiceEntries, a 500 for the share of an

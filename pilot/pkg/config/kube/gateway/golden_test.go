@@ -143,7 +143,8 @@ func proxy(t *testing.T, data []byte) *model.Proxy {
 // and translates for the proxy with the shared translator.
 func produce(t *testing.T, file string, data []byte) []byte {
 	in := decode(t, data)
-	cfgs, errs := gateway.Convert(in.kube, gateway.Options{})
+	conv := gateway.ConvertWithStatus(in.kube, gateway.Options{}, goldenNow)
+	cfgs, errs := conv.Configs, conv.Errors
 	for _, c := range cfgs {
 		if err := validation.Validate(c); err != nil {
 			t.Errorf("generated %s fails validation: %v", c.Key(), err)
@@ -180,6 +181,7 @@ func produce(t *testing.T, file string, data []byte) []byte {
 		msgs = append(msgs, e.Error())
 	}
 	golden.WriteYAML(t, &b, "errors", msgs)
+	golden.WriteYAML(t, &b, "status", renderStatus(conv.Status))
 	return b.Bytes()
 }
 

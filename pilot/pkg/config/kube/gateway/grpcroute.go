@@ -17,6 +17,11 @@ func (c *converter) grpcRoute(order int, r *gw.GRPCRoute) {
 	src := Source("GRPCRoute", r)
 	atts := c.attach("GRPCRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
 	if len(atts) == 0 {
+		c.statusOnly(src, func() {
+			for i, rule := range r.Spec.Rules {
+				c.grpcRuleAction(r, rule, fmt.Sprintf("spec.rules[%d]", i))
+			}
+		})
 		return
 	}
 	var routes []*sortedRoute

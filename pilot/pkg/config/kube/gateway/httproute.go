@@ -18,6 +18,11 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 	src := Source("HTTPRoute", r)
 	atts := c.attach("HTTPRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
 	if len(atts) == 0 {
+		c.statusOnly(src, func() {
+			for i, rule := range r.Spec.Rules {
+				c.ruleAction(r, rule, fmt.Sprintf("spec.rules[%d]", i))
+			}
+		})
 		return
 	}
 	var routes []*sortedRoute
@@ -151,15 +156,21 @@ func (c *converter) backend(src, ns string, ref gw.BackendObjectReference, field
 	group, kind := string(deref(ref.Group, "")), string(deref(ref.Kind, "Service"))
 	if group != "" || kind != "Service" {
 		c.errorf(src, field, "backend kind %s.%s is not supported, only Service (InvalidKind); backend skipped", kind, group)
+		c.st.refUnresolved(src, gw.RouteReasonInvalidKind, "%s: backend kind %s.%s is not supported, only Service", field, kind, group)
 		return nil, false
 	}
 	bns := string(deref(ref.Namespace, gw.Namespace(ns)))
-	if bns != ns && !c.grants.allowed("HTTPRoute", ns, "", "Service", bns, string(ref.Name)) {
+	// The grant must name the referring route's own kind (Source begins
+	// with it).
+	fromKind, _, _ := strings.Cut(src, " ")
+	if bns != ns && !c.grants.allowed(fromKind, ns, "", "Service", bns, string(ref.Name)) {
 		c.errorf(src, field, "Service %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); backend skipped", bns, ref.Name)
+		c.st.refUnresolved(src, gw.RouteReasonRefNotPermitted, "%s: Service %s/%s is in another namespace and no ReferenceGrant allows it", field, bns, ref.Name)
 		return nil, false
 	}
 	if ref.Port == nil {
 		c.errorf(src, field+".port", "a port is required for a Service backend; backend skipped")
+		c.st.refUnresolved(src, gw.RouteReasonUnsupportedValue, "%s.port: a port is required for a Service backend", field)
 		return nil, false
 	}
 	var svcFound bool
@@ -172,12 +183,14 @@ func (c *converter) backend(src, ns string, ref gw.BackendObjectReference, field
 			}
 			if !hasPort {
 				c.errorf(src, field+".port", "Service %s/%s has no port %d (BackendNotFound); backend skipped", bns, ref.Name, *ref.Port)
+				c.st.refUnresolved(src, gw.RouteReasonBackendNotFound, "%s.port: Service %s/%s has no port %d", field, bns, ref.Name, *ref.Port)
 				return nil, false
 			}
 		}
 	}
 	if !svcFound {
 		c.errorf(src, field, "Service %s/%s does not exist (BackendNotFound); backend skipped", bns, ref.Name)
+		c.st.refUnresolved(src, gw.RouteReasonBackendNotFound, "%s: Service %s/%s does not exist", field, bns, ref.Name)
 		return nil, false
 	}
 	return &networking.Destination{

@@ -51,6 +51,9 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 	for _, r := range tls {
 		src := Source("TLSRoute", r)
 		atts := c.attach("TLSRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
+		if len(atts) == 0 && len(r.Spec.Rules) > 0 {
+			c.statusOnly(src, func() { c.streamDestinations(src, r.Namespace, r.Spec.Rules[0].BackendRefs, "spec.rules[0]") })
+		}
 		if len(atts) == 0 || len(r.Spec.Rules) == 0 {
 			continue
 		}
@@ -76,6 +79,9 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 	for _, r := range tcp {
 		src := Source("TCPRoute", r)
 		atts := c.attach("TCPRoute", src, r.Namespace, r.Spec.ParentRefs, nil)
+		if len(atts) == 0 && len(r.Spec.Rules) > 0 {
+			c.statusOnly(src, func() { c.streamDestinations(src, r.Namespace, r.Spec.Rules[0].BackendRefs, "spec.rules[0]") })
+		}
 		if len(atts) == 0 || len(r.Spec.Rules) == 0 {
 			continue
 		}

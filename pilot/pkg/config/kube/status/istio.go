@@ -56,6 +56,9 @@ type IstioOptions struct {
 	QPS   float64
 	Burst int
 	Clock clock.WithTicker
+	// Also are further status writers run on every pass under the same
+	// Lease and token bucket (GatewayAPIStatus).
+	Also []Syncer
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -264,6 +267,13 @@ func (w *IstioWriter) syncAll(ctx context.Context) error {
 	for k := range w.written {
 		if !seen[k] {
 			delete(w.written, k)
+		}
+	}
+	for _, s := range w.opts.Also {
+		n, err := s.Sync(ctx, w.bucket.take)
+		w.writes.Add(int64(n))
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

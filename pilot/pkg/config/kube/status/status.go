@@ -11,7 +11,9 @@
 // IstioWriter (istio.go) does the same for Gateways, VirtualServices,
 // DestinationRules and ServiceEntries under a Lease of its own: Istio's
 // Reconciled condition and coded validationMessages, computed from the
-// discovery server's per-object state (Compute), rate-limited.
+// discovery server's per-object state (Compute), rate-limited. Under the
+// same Lease and bucket it runs further Syncers: GatewayAPIStatus
+// (gatewayapi.go) writes the Gateway API status package gateway computes.
 package status
 
 import (

@@ -1,0 +1,24 @@
+package gateway
+
+import gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+// StatusInput returns what conversion reads now, from the informer caches:
+// the objects with their current status, from which the status writer
+// computes (ConvertWithStatus) and compares. Empty before Run.
+func (c *Controller) StatusInput() (Input, error) { return c.input() }
+
+// Status is the status computed by the last conversion, which runs on
+// every change of what it reads: the status writer takes it from here
+// rather than converting everything again on each of its passes. Empty
+// before the first conversion.
+func (c *Controller) Status() Status {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.status
+}
+
+// ConvertOptions are the options conversion runs with.
+func (c *Controller) ConvertOptions() Options { return c.opts.Convert }
+
+// Client is the Gateway API client, for status writes.
+func (c *Controller) Client() gwclient.Interface { return c.opts.Client }

@@ -1,0 +1,233 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	gw "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+)
+
+// Syncer is another kind of status the IstioWriter writes under its Lease,
+// with its token bucket: Sync writes what differs, spending a token per
+// write (take false: leave it for a later pass), and returns the number
+// of writes.
+type Syncer interface {
+	Sync(ctx context.Context, take func() bool) (int, error)
+}
+
+// GatewayAPIOptions configure a GatewayAPIStatus.
+type GatewayAPIOptions struct {
+	Client gwclient.Interface
+	// Input reads the Gateway API objects now (gateway.Controller's
+	// StatusInput): the informer caches, with their current status.
+	Input func() (gateway.Input, error)
+	// Status returns the computed status (gateway.Controller's Status, of
+	// its last conversion). Nil computes it from Input on every pass
+	// (gateway.ConvertWithStatus with Convert), as tests do.
+	Status  func() gateway.Status
+	Convert gateway.Options
+	Clock   clock.PassiveClock
+}
+
+// GatewayAPIStatus writes the status Wayfinder computes
+// (gateway.ConvertWithStatus) on GatewayClasses, Gateways and the routes
+// of the four kinds. It is a Syncer: it runs only inside the IstioWriter's
+// lead loop, so only the status leader writes, at most at the writer's
+// rate. An object is written only when its status changes (conditions
+// compared without lastTransitionTime, which is kept while a condition's
+// status holds). Of a route's status.parents only the entries whose
+// controllerName is Wayfinder's are written; other controllers' entries
+// are kept as they are.
+type GatewayAPIStatus struct {
+	opts GatewayAPIOptions
+	// written remembers, per object, the resourceVersion its last write was
+	// based on, so a cache that has not seen the write yet causes no
+	// second write. Used by the lead loop alone.
+	written map[string]string
+}
+
+// NewGatewayAPI checks its options.
+func NewGatewayAPI(opts GatewayAPIOptions) (*GatewayAPIStatus, error) {
+	if opts.Client == nil || opts.Input == nil {
+		return nil, errors.New("gateway API status: Client and Input are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &GatewayAPIStatus{opts: opts, written: map[string]string{}}, nil
+}
+
+// Sync implements Syncer.
+func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, error) {
+	in, err := g.opts.Input()
+	if err != nil {
+		return 0, err
+	}
+	var st gateway.Status
+	if g.opts.Status != nil {
+		st = g.opts.Status()
+	} else {
+		now := g.opts.Clock.Now().Truncate(time.Second) // the API server keeps seconds
+		st = gateway.ConvertWithStatus(in, g.opts.Convert, now).Status
+	}
+	ctrl := gw.GatewayController(gateway.ControllerName)
+	if g.opts.Convert.ControllerName != "" {
+		ctrl = gw.GatewayController(g.opts.Convert.ControllerName)
+	}
+	var n int
+	var errs []error
+	seen := map[string]bool{}
+	write := func(key, rv string, same bool, update func() error) {
+		seen[key] = true
+		if same {
+			delete(g.written, key)
+			return
+		}
+		if prev, ok := g.written[key]; ok && prev == rv {
+			return // written; the cache has not caught up yet
+		}
+		if !take() {
+			return // rate-limited: written on a later pass
+		}
+		if err := update(); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			}
+			return
+		}
+		n++
+		g.written[key] = rv
+	}
+	api := g.opts.Client.GatewayV1()
+	for _, o := range in.GatewayClasses {
+		want, ok := st.GatewayClasses[o.Name]
+		if !ok {
+			continue
+		}
+		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
+		want.SupportedFeatures = o.Status.SupportedFeatures
+		write("GatewayClass/"+o.Name, o.ResourceVersion, apiequality.Semantic.DeepEqual(want, o.Status), func() error {
+			cp := o.DeepCopy()
+			cp.Status = want
+			_, err := api.GatewayClasses().UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	for _, o := range in.Gateways {
+		want, ok := st.Gateways[keyOf(o)]
+		if !ok {
+			continue
+		}
+		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
+		for i := range want.Listeners {
+			for _, cur := range o.Status.Listeners {
+				if cur.Name == want.Listeners[i].Name {
+					want.Listeners[i].Conditions = keepTimes(want.Listeners[i].Conditions, cur.Conditions)
+				}
+			}
+		}
+		want.Addresses = o.Status.Addresses // not computed yet: left as they are
+		write("Gateway/"+o.Namespace+"/"+o.Name, o.ResourceVersion, apiequality.Semantic.DeepEqual(want, o.Status), func() error {
+			cp := o.DeepCopy()
+			cp.Status = want
+			_, err := api.Gateways(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	route := func(kind string, obj metav1.Object, rv string, cur []gw.RouteParentStatus, update func([]gw.RouteParentStatus) error) {
+		ours := st.Routes[gateway.RouteKey{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}]
+		want := mergeParents(cur, ours, ctrl)
+		write(kind+"/"+obj.GetNamespace()+"/"+obj.GetName(), rv, apiequality.Semantic.DeepEqual(want, cur), func() error { return update(want) })
+	}
+	for _, o := range in.HTTPRoutes {
+		route("HTTPRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+			cp := o.DeepCopy()
+			cp.Status.Parents = p
+			_, err := api.HTTPRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	for _, o := range in.GRPCRoutes {
+		route("GRPCRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+			cp := o.DeepCopy()
+			cp.Status.Parents = p
+			_, err := api.GRPCRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	for _, o := range in.TLSRoutes {
+		route("TLSRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+			cp := o.DeepCopy()
+			cp.Status.Parents = p
+			_, err := api.TLSRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	for _, o := range in.TCPRoutes {
+		route("TCPRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+			cp := o.DeepCopy()
+			cp.Status.Parents = p
+			_, err := api.TCPRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	for k := range g.written {
+		if !seen[k] {
+			delete(g.written, k)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func keyOf(o *gw.Gateway) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
+}
+
+// keepTimes returns want with the lastTransitionTime of each condition
+// whose type and status are unchanged since cur.
+func keepTimes(want, cur []metav1.Condition) []metav1.Condition {
+	out := make([]metav1.Condition, len(want))
+	for i, c := range want {
+		for _, p := range cur {
+			if p.Type == c.Type && p.Status == c.Status {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// mergeParents keeps the entries of other controllers in place and puts
+// ours (computed) after them, each with the transition times of the
+// entry it replaces. Nil stays nil when there is nothing.
+func mergeParents(cur, ours []gw.RouteParentStatus, ctrl gw.GatewayController) []gw.RouteParentStatus {
+	var out []gw.RouteParentStatus
+	for _, p := range cur {
+		if p.ControllerName != ctrl {
+			out = append(out, p)
+		}
+	}
+	for _, p := range ours {
+		for _, c := range cur {
+			if c.ControllerName == ctrl && apiequality.Semantic.DeepEqual(c.ParentRef, p.ParentRef) {
+				p.Conditions = keepTimes(p.Conditions, c.Conditions)
+			}
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 && cur != nil {
+		return cur[:0]
+	}
+	return out
+}

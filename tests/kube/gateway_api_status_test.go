@@ -1,0 +1,284 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	gw "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/wayfinder-dev/wayfinder/manifests"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+)
+
+// condIs describes a condition and reports whether it has the status and
+// reason wanted.
+func condIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) (string, bool) {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil {
+		return typ + " missing", false
+	}
+	return fmt.Sprintf("%s %s/%s (generation %d): %s", typ, c.Status, c.Reason, c.ObservedGeneration, c.Message),
+		c.Status == status && c.Reason == reason
+}
+
+// eventually polls get until ok or the deadline, failing with the last
+// description.
+func eventually(t *testing.T, what string, get func() (string, bool)) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		var ok bool
+		if last, ok = get(); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never; last seen: %s", what, last)
+		}
+	}
+}
+
+// The Gateway API status the leader writes, read back from the API server:
+// the GatewayClass Accepted, the Gateway Accepted and Programmed with its
+// listener's attachedRoutes, an HTTPRoute Accepted with ResolvedRefs, and
+// a route to a Service of another namespace RefNotPermitted until a
+// ReferenceGrant there allows it.
+func TestGatewayAPIStatus(t *testing.T) {
+	c, ns := newCluster(t, "gwapi-status")
+	other := c.Namespace(t, "gwapi-status-other")
+	cs := c.Clientset()
+	gwc, err := gwclient.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	api := gwc.GatewayV1()
+	className := ns + "-wayfinder"
+	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	for _, s := range []struct{ ns, name string }{{ns, "web"}, {other, "shared"}} {
+		if _, err := cs.CoreV1().Services(s.ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := api.Gateways(ns).Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{{
+			Name: "http", Port: 80, Protocol: gw.HTTPProtocolType,
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	port := gw.PortNumber(8080)
+	route := func(name, host string, backendNS *gw.Namespace, backend string) {
+		t.Helper()
+		if _, err := api.HTTPRoutes(ns).Create(ctx, &gw.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: gw.HTTPRouteSpec{
+				CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge"}}},
+				Hostnames:       []gw.Hostname{gw.Hostname(host)},
+				Rules: []gw.HTTPRouteRule{{BackendRefs: []gw.HTTPBackendRef{{BackendRef: gw.BackendRef{
+					BackendObjectReference: gw.BackendObjectReference{Name: gw.ObjectName(backend), Namespace: backendNS, Port: &port}}}}}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	route("shop", "shop.example.com", nil, "web")
+
+	startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns, other},
+		PodName: "wayfinder-0", PodNamespace: ns})
+
+	eventually(t, "GatewayClass Accepted", func() (string, bool) {
+		gc, err := api.GatewayClasses().Get(ctx, className, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		return condIs(gc.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+	})
+	gatewayWith := func(attached int32) func() (string, bool) {
+		return func() (string, bool) {
+			g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
+			if err != nil {
+				return err.Error(), false
+			}
+			d1, ok1 := condIs(g.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			d2, ok2 := condIs(g.Status.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+			if len(g.Status.Listeners) != 1 {
+				return fmt.Sprintf("%s; %s; listeners %+v", d1, d2, g.Status.Listeners), false
+			}
+			l := g.Status.Listeners[0]
+			d3, ok3 := condIs(l.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			d4, ok4 := condIs(l.Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs")
+			d5, ok5 := condIs(l.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+			d6, ok6 := condIs(l.Conditions, "Conflicted", metav1.ConditionFalse, "NoConflicts")
+			return fmt.Sprintf("%s; %s; listener %s attachedRoutes %d kinds %d: %s; %s; %s; %s", d1, d2, l.Name, l.AttachedRoutes,
+					len(l.SupportedKinds), d3, d4, d5, d6),
+				ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && l.AttachedRoutes == attached && len(l.SupportedKinds) == 2
+		}
+	}
+	eventually(t, "Gateway Accepted and Programmed, one route attached", gatewayWith(1))
+	routeWith := func(name string, resolved metav1.ConditionStatus, reason string) func() (string, bool) {
+		return func() (string, bool) {
+			r, err := api.HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err.Error(), false
+			}
+			if len(r.Status.Parents) != 1 {
+				return fmt.Sprintf("parents %+v", r.Status.Parents), false
+			}
+			p := r.Status.Parents[0]
+			d1, ok1 := condIs(p.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			d2, ok2 := condIs(p.Conditions, "ResolvedRefs", resolved, reason)
+			return fmt.Sprintf("controller %s parent %s: %s; %s", p.ControllerName, p.ParentRef.Name, d1, d2),
+				ok1 && ok2 && p.ControllerName == gateway.ControllerName && p.ParentRef.Name == "edge" &&
+					p.Conditions[0].ObservedGeneration == r.Generation
+		}
+	}
+	eventually(t, "HTTPRoute shop Accepted and ResolvedRefs", routeWith("shop", metav1.ConditionTrue, "ResolvedRefs"))
+
+	otherNS := gw.Namespace(other)
+	route("cross", "cross.example.com", &otherNS, "shared")
+	eventually(t, "HTTPRoute cross RefNotPermitted", routeWith("cross", metav1.ConditionFalse, "RefNotPermitted"))
+	eventually(t, "two routes attached", gatewayWith(2))
+
+	if _, err := api.ReferenceGrants(other).Create(ctx, &gw.ReferenceGrant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "allow-routes"},
+		Spec: gw.ReferenceGrantSpec{
+			From: []gw.ReferenceGrantFrom{{Group: gw.GroupName, Kind: "HTTPRoute", Namespace: gw.Namespace(ns)}},
+			To:   []gw.ReferenceGrantTo{{Kind: "Service"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "HTTPRoute cross ResolvedRefs once granted", routeWith("cross", metav1.ConditionTrue, "ResolvedRefs"))
+
+	// A spec change (generation 2) is converted again, though status
+	// writes alone (same generation) are not: its backend is gone.
+	shop, err := api.HTTPRoutes(ns).Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop.Spec.Rules[0].BackendRefs[0].Name = "nope"
+	if _, err := api.HTTPRoutes(ns).Update(ctx, shop, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "HTTPRoute shop BackendNotFound at generation 2", routeWith("shop", metav1.ConditionFalse, "BackendNotFound"))
+}
+
+// The manifests' RBAC lets the leader write Gateway API status: the server
+// runs as the pilot-discovery ServiceAccount, its Lease in its own
+// namespace, and the GatewayClass, Gateway and HTTPRoute get status.
+func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
+	c, ns := newCluster(t, "gwapi-status-rbac")
+	docs, err := manifests.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw [][]byte
+	for _, d := range docs {
+		raw = append(raw, d.YAML)
+	}
+	actx, cancel := contextWithTimeout()
+	defer cancel()
+	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
+		t.Fatal(err)
+	}
+	const wf = "wayfinder-system"
+	cfg := c.RESTConfig()
+	cfg.BearerToken = c.Token(t, wf, "pilot-discovery", nil, time.Hour)
+
+	gwc, err := gwclient.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	api := gwc.GatewayV1()
+	className := ns + "-wayfinder"
+	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	if _, err := api.Gateways(ns).Create(ctx, &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.HTTPRoutes(ns).Create(ctx, &gw.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"},
+		Spec: gw.HTTPRouteSpec{CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge"}}},
+			Rules: []gw.HTTPRouteRule{{BackendRefs: []gw.HTTPBackendRef{{BackendRef: gw.BackendRef{
+				BackendObjectReference: gw.BackendObjectReference{Name: "nope", Port: ptrTo(gw.PortNumber(80))}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The authorizer learns new bindings a moment after they are stored.
+	var s *bootstrap.Server
+	pctx, pcancel := contextWithTimeout()
+	defer pcancel()
+	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns},
+			PodNamespace: wf, PodName: "wayfinder-rbac-0",
+			HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
+			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", wf, err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+
+	eventually(t, "GatewayClass Accepted", func() (string, bool) {
+		gc, err := api.GatewayClasses().Get(ctx, className, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		return condIs(gc.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+	})
+	eventually(t, "Gateway Programmed", func() (string, bool) {
+		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		return condIs(g.Status.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+	})
+	eventually(t, "HTTPRoute BackendNotFound", func() (string, bool) {
+		r, err := api.HTTPRoutes(ns).Get(ctx, "missing", metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		if len(r.Status.Parents) != 1 {
+			return fmt.Sprintf("parents %+v", r.Status.Parents), false
+		}
+		return condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
