@@ -73,15 +73,7 @@ func (o *IstioOptions) defaults() error {
 	if o.LeaseName == "" {
 		o.LeaseName = "wayfinder-istio-status"
 	}
-	if o.LeaseDuration == 0 {
-		o.LeaseDuration = 15 * time.Second
-	}
-	if o.RenewDeadline == 0 {
-		o.RenewDeadline = 10 * time.Second
-	}
-	if o.RetryPeriod == 0 {
-		o.RetryPeriod = 2 * time.Second
-	}
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = leaseTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -67,4 +68,11 @@ func campaign(ctx context.Context, c leaseConfig, lead func(context.Context)) er
 		<-done
 	}
 	return nil
+}
+
+// leaseTimings fills in client-go's usual leader-election timings for the
+// ones not set: 15 s lease, 10 s renew deadline, 2 s retry. Every status
+// writer's Lease uses them.
+func leaseTimings(lease, renew, retry time.Duration) (time.Duration, time.Duration, time.Duration) {
+	return cmp.Or(lease, 15*time.Second), cmp.Or(renew, 10*time.Second), cmp.Or(retry, 2*time.Second)
 }
