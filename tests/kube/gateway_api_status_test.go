@@ -14,10 +14,8 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
 	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
@@ -189,22 +187,7 @@ func TestGatewayAPIStatus(t *testing.T) {
 // namespace, and the GatewayClass, Gateway and HTTPRoute get status.
 func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 	c, ns := newCluster(t, "gwapi-status-rbac")
-	docs, err := manifests.Base()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw [][]byte
-	for _, d := range docs {
-		raw = append(raw, d.YAML)
-	}
-	actx, cancel := contextWithTimeout()
-	defer cancel()
-	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
-		t.Fatal(err)
-	}
-	const wf = "wayfinder-system"
-	cfg := c.RESTConfig()
-	cfg.BearerToken = c.Token(t, wf, "pilot-discovery", nil, time.Hour)
+	cfg := asManifestServiceAccount(t, c)
 
 	gwc, err := gwclient.NewForConfig(c.RESTConfig())
 	if err != nil {
@@ -237,13 +220,13 @@ func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 	defer pcancel()
 	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns},
-			PodNamespace: wf, PodName: "wayfinder-rbac-0",
+			PodNamespace: manifestNamespace, PodName: "wayfinder-rbac-0",
 			HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
 			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", wf, err)
+		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", manifestNamespace, err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"k8s.io/client-go/rest"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -83,24 +84,10 @@ func TestForbiddenNamespaceIsReportedAndAllowedOnesServed(t *testing.T) {
 // real authorizer rather than read from the YAML.
 func TestManifestRBACSuffices(t *testing.T) {
 	c, ns := newCluster(t, "rbac-sa")
-	docs, err := manifests.Base()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw [][]byte
-	for _, d := range docs {
-		raw = append(raw, d.YAML)
-	}
-	actx, cancel := contextWithTimeout()
-	defer cancel()
-	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
-		t.Fatal(err)
-	}
-	const wf = "wayfinder-system"
-	cfg := c.RESTConfig()
-	cfg.BearerToken = c.Token(t, wf, "pilot-discovery", nil, time.Hour)
+	cfg := asManifestServiceAccount(t, c)
 
 	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	var err error
 	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +99,13 @@ func TestManifestRBACSuffices(t *testing.T) {
 	pctx, pcancel := contextWithTimeout()
 	defer pcancel()
 	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns}, PodNamespace: wf,
+		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns}, PodNamespace: manifestNamespace,
 			GRPCAddr: "", HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
 			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", wf, err)
+		t.Fatalf("as %s/pilot-discovery with the manifests' RBAC: %v", manifestNamespace, err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -147,7 +134,7 @@ func TestManifestRBACSuffices(t *testing.T) {
 	gw, err := adsc.Dial(dctx, adsc.Config{
 		Address: s.SecureGRPCAddr().String(),
 		Node:    adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: "gw-0", Namespace: ns, Labels: map[string]string{"istio": "ingressgateway"}}),
-		TLS:     &tls.Config{RootCAs: pool, ServerName: "pilot-discovery." + wf + ".svc.cluster.local"},
+		TLS:     &tls.Config{RootCAs: pool, ServerName: "pilot-discovery." + manifestNamespace + ".svc.cluster.local"},
 		Token:   c.Token(t, ns, "gateway", []string{"istio-ca"}, time.Hour),
 	})
 	if err != nil {
@@ -158,7 +145,7 @@ func TestManifestRBACSuffices(t *testing.T) {
 
 	req, err := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr().String()+"/debug/configz", nil)
 	e.must(err)
-	req.Header.Set("Authorization", "Bearer "+c.Token(t, wf, "operator", nil, time.Hour))
+	req.Header.Set("Authorization", "Bearer "+c.Token(t, manifestNamespace, "operator", nil, time.Hour))
 	resp, err := http.DefaultClient.Do(req)
 	e.must(err)
 	resp.Body.Close()
@@ -166,3 +153,30 @@ func TestManifestRBACSuffices(t *testing.T) {
 		t.Errorf("configz for a ServiceAccount of Wayfinder's own namespace: %d, want 200", resp.StatusCode)
 	}
 }
+
+// asManifestServiceAccount applies manifests/base to c and returns a
+// client config that acts as its pilot-discovery ServiceAccount (a real
+// token from TokenRequest), so what the server does with it is checked by
+// the real authorizer against exactly the manifests' RBAC.
+func asManifestServiceAccount(t *testing.T, c *harness.Cluster) *rest.Config {
+	t.Helper()
+	docs, err := manifests.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw [][]byte
+	for _, d := range docs {
+		raw = append(raw, d.YAML)
+	}
+	actx, cancel := contextWithTimeout()
+	defer cancel()
+	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.RESTConfig()
+	cfg.BearerToken = c.Token(t, manifestNamespace, "pilot-discovery", nil, time.Hour)
+	return cfg
+}
+
+// manifestNamespace is where manifests/base installs Wayfinder.
+const manifestNamespace = "wayfinder-system"
