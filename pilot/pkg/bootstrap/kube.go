@@ -107,6 +107,9 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		cfg.QPS, cfg.Burst = 50, 100
 	}
 	cfg.UserAgent = "wayfinder-pilot-discovery"
+	// Informers wait out an API server outage instead of backing off for
+	// up to a minute (see kubeutil.WaitForAPIServer).
+	cfg.Wrap(kubeutil.WaitForAPIServer(kubeutil.ReconnectOptions{Logger: opts.Logger}))
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
