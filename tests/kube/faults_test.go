@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -12,9 +14,13 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
 	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
@@ -178,4 +184,100 @@ func mapsEqual(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// Changes are written into etcd while the API server is down, and etcd is
+// compacted past every resourceVersion the control plane has seen: once
+// the API server is back, resuming a watch fails with 410 Gone (checked
+// here), so the informers must list again. Nothing is lost (the new and
+// the changed VirtualService both arrive) and no response in between
+// lacks what was there before.
+func TestWatchExpiredRelistsWithoutLoss(t *testing.T) {
+	e := newEnv(t, "expired")
+	host := e.host("reviews")
+	cluster := model.ClusterName(9080, "", host)
+	gw := e.watchingGateway("gw-0", cluster, "a.example.com", "b.example.com")
+	e.createGateway("gw")
+	e.createVS(e.virtualService("a", "a.example.com", host, ""))
+	e.createVS(e.virtualService("b", "b.example.com", host, ""))
+	e.createService("reviews")
+	e.applySlice("reviews", "reviews-1", ep{"10.5.0.1", "", true})
+	waitFor(t, gw.Client, "initial config", func(s adsc.State) bool {
+		return virtualHost(s, "a.example.com", cluster) && virtualHost(s, "b.example.com", cluster) && endpointCount(s, cluster) == 1
+	})
+	gw.mu.Lock()
+	gw.lost = nil
+	gw.mu.Unlock()
+	seen, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, "b", metav1.GetOptions{})
+	e.must(err)
+
+	e.c.StopAPIServer()
+	// While it is down: VirtualService c is added and b gets a second
+	// host, straight in etcd (custom resources are stored as JSON).
+	keyA := harness.EtcdKey("networking.istio.io", "virtualservices", e.ns, "a")
+	keyB := harness.EtcdKey("networking.istio.io", "virtualservices", e.ns, "b")
+	raw, _ := e.c.EtcdGet(t, keyA)
+	c := editJSON(t, raw, func(o map[string]any) {
+		meta := o["metadata"].(map[string]any)
+		meta["name"] = "c"
+		meta["uid"] = "7d1e6c3a-0000-4000-8000-00000000000c"
+		delete(meta, "managedFields")
+		o["spec"].(map[string]any)["hosts"] = []any{"c.example.com"}
+	})
+	e.c.EtcdPut(t, harness.EtcdKey("networking.istio.io", "virtualservices", e.ns, "c"), c)
+	raw, _ = e.c.EtcdGet(t, keyB)
+	b := editJSON(t, raw, func(o map[string]any) {
+		o["spec"].(map[string]any)["hosts"] = []any{"b.example.com", "b2.example.com"}
+	})
+	rev := e.c.EtcdPut(t, keyB, b)
+	e.c.EtcdCompact(t, rev)
+	t.Logf("etcd compacted at revision %d; the control plane last saw VirtualService b at %s", rev, seen.ResourceVersion)
+
+	e.c.StartAPIServer(t)
+	back := time.Now()
+	// The proof that this is the 410 path: a watch from what the control
+	// plane had seen is refused as expired.
+	wctx, cancel := contextWithTimeout()
+	defer cancel()
+	w, err := e.istio.NetworkingV1().VirtualServices(e.ns).Watch(wctx, metav1.ListOptions{ResourceVersion: seen.ResourceVersion})
+	if err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Fatalf("watch from resourceVersion %s: %v", seen.ResourceVersion, err)
+	}
+	if err == nil {
+		ev := <-w.ResultChan()
+		w.Stop()
+		st, ok := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || !ok || st.Code != http.StatusGone {
+			t.Fatalf("watch from resourceVersion %s after compaction: %s %v; want 410 Gone", seen.ResourceVersion, ev.Type, ev.Object)
+		}
+	}
+
+	s := waitFor(t, gw.Client, "the changes made while the control plane could not watch", func(s adsc.State) bool {
+		return virtualHost(s, "c.example.com", cluster) && virtualHost(s, "b2.example.com", cluster)
+	})
+	t.Logf("after the 410, the relisted changes reached the gateway %v after the API server was back", time.Since(back).Round(10*time.Millisecond))
+	if !virtualHost(s, "a.example.com", cluster) || !virtualHost(s, "b.example.com", cluster) || endpointCount(s, cluster) != 1 {
+		t.Errorf("config lost after the relist: %s", describe(s))
+	}
+	if l := gw.losses(); len(l) > 0 {
+		t.Errorf("the gateway was pushed an empty or partial view: %v", l)
+	}
+	// And the watch works again: a change through the API arrives.
+	e.createVS(e.virtualService("d", "d.example.com", host, ""))
+	waitFor(t, gw.Client, "a change after the relist", func(s adsc.State) bool { return virtualHost(s, "d.example.com", cluster) })
+}
+
+// editJSON decodes a stored object, lets edit change it and encodes it.
+func editJSON(t *testing.T, raw []byte, edit func(map[string]any)) []byte {
+	t.Helper()
+	var o map[string]any
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("stored object is not JSON: %v: %.200s", err, raw)
+	}
+	edit(o)
+	out, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
