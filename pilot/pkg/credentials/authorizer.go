@@ -27,7 +27,8 @@ type Options struct {
 	// AllowedTTL is how long an allowed answer is kept (default 5m, as
 	// istiod), DeniedTTL a denied one (default 1m): a Role granted later
 	// takes effect within it. ErrorRetry is how soon a failed review is
-	// tried again (default 10s); until then the Secret is refused.
+	// tried again (default 10s); until then the Secret is refused, unless
+	// an earlier review answered: that answer stands while reviews fail.
 	AllowedTTL, DeniedTTL, ErrorRetry time.Duration
 	// Timeout bounds one review (default 5s).
 	Timeout time.Duration
@@ -117,6 +118,13 @@ func (a *Authorizer) CanGetSecret(id model.Identity, ref model.SecretRef) (bool,
 		a.mu.Unlock()
 		return e.allowed, e.reason
 	}
+	if e := a.cache[k]; e != nil && !e.failed && a.failing {
+		// Expired while the API server does not answer: the last answer
+		// stands until a review succeeds (Run re-checks it).
+		e.used = true
+		a.mu.Unlock()
+		return e.allowed, e.reason
+	}
 	if !a.failedAt.IsZero() && now.Before(a.failedAt.Add(a.opts.ErrorRetry)) {
 		e := &entry{reason: "the API server did not answer a recent SubjectAccessReview; retried shortly", failed: true,
 			expires: a.failedAt.Add(a.opts.ErrorRetry), used: true}
@@ -128,9 +136,29 @@ func (a *Authorizer) CanGetSecret(id model.Identity, ref model.SecretRef) (bool,
 	e := a.review(k)
 	e.used = true
 	a.mu.Lock()
+	e = a.keepLastAnswerLocked(k, e)
 	a.storeLocked(k, e)
 	a.mu.Unlock()
 	return e.allowed, e.reason
+}
+
+// keepLastAnswerLocked returns the answer to keep for k after a review
+// whose result is e: when the review failed (the API server is down or
+// unreachable) and an answer from a completed review exists, that answer,
+// to be re-checked after ErrorRetry. An outage then never takes away a
+// Secret a gateway was serving, nor grants one it was refused; a grant or
+// revocation made meanwhile takes effect once reviews answer again. With
+// no earlier answer, a failed review refuses (fail closed). The caller
+// holds mu.
+func (a *Authorizer) keepLastAnswerLocked(k key, e *entry) *entry {
+	old := a.cache[k]
+	if !e.failed || old == nil || old.failed {
+		return e
+	}
+	kept := *old
+	kept.expires = e.expires
+	kept.used = old.used || e.used
+	return &kept
 }
 
 // review asks the API server whether k's ServiceAccount may get k's
@@ -238,6 +266,7 @@ func (a *Authorizer) refresh() bool {
 	for _, k := range due {
 		e := a.review(k)
 		a.mu.Lock()
+		e = a.keepLastAnswerLocked(k, e)
 		// An unchanged answer is still what the current config rests on;
 		// a changed one is used again only if the push it causes asks.
 		if old := a.cache[k]; old == nil || old.allowed != e.allowed {

@@ -188,3 +188,71 @@ func TestNeedsClient(t *testing.T) {
 		t.Error("New without a client succeeded")
 	}
 }
+
+// An answer that expires while the API server does not answer stands until
+// a review succeeds: an outage does not take a Secret away from the
+// gateways serving it, and nothing changes for them (no OnChange).
+func TestOutageKeepsLastAnswer(t *testing.T) {
+	changed := make(chan struct{}, 4)
+	a, r, clk := newAuthorizer(t, Options{AllowedTTL: time.Minute, DeniedTTL: time.Minute, ErrorRetry: 10 * time.Second,
+		OnChange: func() { changed <- struct{}{} }})
+	r.set(gwUser+"|shop/shop-tls", true)
+	denied := model.SecretRef{Namespace: "shop", Name: "other"}
+	if ok, _ := a.CanGetSecret(gw, shop); !ok {
+		t.Fatal("allowed Secret refused")
+	}
+	if ok, _ := a.CanGetSecret(gw, denied); ok {
+		t.Fatal("denied Secret allowed")
+	}
+	r.mu.Lock()
+	r.fail = true
+	r.mu.Unlock()
+
+	ctx, cancel := contextWithCancel()
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	// Both answers expire during the outage; Run's re-checks fail.
+	for range 9 {
+		waitUntil(t, clk.HasWaiters)
+		calls := r.count()
+		clk.Step(10 * time.Second)
+		if clk.Now().After(t0.Add(time.Minute)) {
+			waitUntil(t, func() bool { return r.count() > calls })
+		}
+	}
+	if r.count() < 4 {
+		t.Fatalf("%d reviews, want the expired answers re-checked during the outage", r.count())
+	}
+	if ok, reason := a.CanGetSecret(gw, shop); !ok {
+		t.Errorf("during the outage the allowed Secret was refused: %q", reason)
+	}
+	if ok, _ := a.CanGetSecret(gw, denied); ok {
+		t.Error("during the outage the denied Secret was allowed")
+	}
+	// A question never answered before still fails closed.
+	if ok, _ := a.CanGetSecret(gw, model.SecretRef{Namespace: "shop", Name: "new"}); ok {
+		t.Error("a new question during the outage was allowed")
+	}
+	select {
+	case <-changed:
+		t.Error("OnChange during the outage: the gateways' config would be pushed without the Secret")
+	default:
+	}
+
+	// Once reviews answer again, a revocation made meanwhile applies.
+	r.mu.Lock()
+	r.fail = false
+	r.mu.Unlock()
+	r.set(gwUser+"|shop/shop-tls", false)
+	waitUntil(t, clk.HasWaiters)
+	clk.Step(10 * time.Second)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnChange after the revocation was seen")
+	}
+	if ok, _ := a.CanGetSecret(gw, shop); ok {
+		t.Error("revoked Secret still allowed after the outage")
+	}
+}
