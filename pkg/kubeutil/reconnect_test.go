@@ -35,7 +35,7 @@ func newAPIServer(t *testing.T) *apiServer {
 }
 
 func (s *apiServer) serve(l net.Listener) {
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/readyz" {
 			w.WriteHeader(int(s.ready.Load()))
 			return
@@ -43,8 +43,9 @@ func (s *apiServer) serve(l net.Listener) {
 		s.hits.Add(1)
 		_, _ = io.WriteString(w, "ok")
 	})}
-	go func() { _ = s.srv.Serve(l) }()
-	s.t.Cleanup(func() { s.srv.Close() })
+	s.srv = srv
+	go func() { _ = srv.Serve(l) }()
+	s.t.Cleanup(func() { srv.Close() })
 }
 
 func (s *apiServer) stop() { s.srv.Close() }
