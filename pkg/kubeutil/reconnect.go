@@ -43,8 +43,8 @@ type ReconnectOptions struct {
 // reflector never backs off, and it resumes its watch, from the
 // resourceVersion it had, as soon as the API server answers.
 //
-// Only connection failures are waited out (nothing was sent, so trying
-// again is safe); every answer, errors included, goes back to client-go
+// Only connection failures are waited out (refused, or reset before an
+// answer: a list or watch is safe to send again); every answer, errors included, goes back to client-go
 // as is. Other requests (writes, reviews, leases, events) fail fast as
 // before. A request stops waiting when its context ends.
 func WaitForAPIServer(opts ReconnectOptions) func(http.RoundTripper) http.RoundTripper {
@@ -181,10 +181,11 @@ func isListOrWatch(req *http.Request) bool {
 	return q.Get("watch") == "true" || q.Get("watch") == "1" || q.Has("resourceVersion")
 }
 
-// isConnectFailure reports whether err means no connection could be made
-// (so the request never reached the API server).
+// isConnectFailure reports whether err means no connection could be made,
+// or it was reset before an answer (an API server stopping, or a load
+// balancer in front of none): a GET without a body is safe to send again.
 func isConnectFailure(err error) bool {
-	if utilnet.IsConnectionRefused(err) {
+	if utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) {
 		return true
 	}
 	var op *net.OpError
