@@ -113,8 +113,8 @@ func acks(s adsc.State) map[string]int {
 }
 
 // The API server goes away for -outage (default 15 s): the gateways keep
-// their config and are sent nothing, a gateway connecting during the outage
-// gets the last good config, and once the API server is back a change
+// their config and are sent nothing, the server stays ready, a gateway
+// connecting during the outage gets the last good config, and once the API server is back a change
 // reaches the gateways within recoveryBound, after the informers resume.
 // No response at any point lacks what was configured before the outage.
 func TestAPIServerOutageKeepsServing(t *testing.T) {
@@ -147,6 +147,14 @@ func TestAPIServerOutageKeepsServing(t *testing.T) {
 	case <-gw.Done():
 		t.Fatalf("gateway stream ended during the outage: %v", gw.Err())
 	case <-time.After(time.Until(stopped.Add(*outage))):
+	}
+	// Still ready: a readiness probe failing now would take every replica
+	// out of its Service and disconnect the gateways.
+	resp, err := http.Get("http://" + e.server.HTTPAddr().String() + "/healthz/ready")
+	e.must(err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz/ready during the outage: %d, want 200", resp.StatusCode)
 	}
 	if got, want := acks(gw.State()), acks(before); !mapsEqual(got, want) {
 		t.Errorf("gateway was sent config during the outage: ACKs %v, before %v", got, want)
