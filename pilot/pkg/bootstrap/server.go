@@ -39,6 +39,9 @@ type Server struct {
 	secureListener net.Listener
 	httpListener   net.Listener
 	ready          chan struct{}
+	// drained waits for the gRPC servers' GracefulStop started by drain;
+	// nil when drain did not run.
+	drained *sync.WaitGroup
 }
 
 // NewServer builds every part and binds both listeners, so an address in
@@ -218,6 +221,10 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); f() }()
 	}
+	// The status writers stop first on shutdown, releasing their Leases so
+	// that another replica writes status while this one drains.
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	defer stopStatus()
 	run(func() { s.store.Run(ctx) })
 	if s.kube != nil {
 		run(func() { s.kube.clients.Queue.Run(ctx) })
@@ -226,14 +233,14 @@ func (s *Server) Run(ctx context.Context) error {
 		run(func() { s.kube.authz.Run(ctx) })
 		if s.kube.status != nil {
 			run(func() {
-				if err := s.kube.status.Run(ctx); err != nil {
+				if err := s.kube.status.Run(statusCtx); err != nil {
 					log.Error("ingress status writer stopped", "err", err)
 				}
 			})
 		}
 		if s.kube.istioStatus != nil {
 			run(func() {
-				if err := s.kube.istioStatus.Run(ctx); err != nil {
+				if err := s.kube.istioStatus.Run(statusCtx); err != nil {
 					log.Error("istio status writer stopped", "err", err)
 				}
 			})
@@ -285,6 +292,10 @@ func (s *Server) Run(ctx context.Context) error {
 	case err = <-errc:
 	}
 	log.Info("shutting down")
+	stopStatus()
+	if err == nil {
+		s.drain()
+	}
 	cancel()
 	s.shutdown()
 	wg.Wait()
@@ -365,6 +376,9 @@ func (s *Server) shutdown() {
 			g.Stop()
 		}
 		<-done
+	}
+	if s.drained != nil {
+		s.drained.Wait()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()
