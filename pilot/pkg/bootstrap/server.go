@@ -103,6 +103,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		if err = kube.addIstioStatus(opts, ds); err != nil {
 			return nil, err
 		}
+		kube.registerStatusMetrics(registry)
 		kube.registry.AppendPushHandler(ds.ConfigUpdate)
 		kube.pushSecret = func() {
 			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
@@ -209,10 +210,13 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpListener.Addr() }
 // has been computed.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// Run serves until ctx is cancelled, then closes ADS streams and both
+// Run serves until stop is cancelled, then releases the status Leases,
+// drains the ADS streams over DrainDuration (drain.go) and closes the
 // listeners. It returns the first serving error, or nil on a clean stop.
-func (s *Server) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
+func (s *Server) Run(stop context.Context) error {
+	// Everything runs until shutdown cancels ctx, not until stop ends: the
+	// ADS streams must outlive stop to be drained (see drain.go).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
 	defer cancel()
 	log := s.opts.Logger
 	var wg sync.WaitGroup
@@ -288,7 +292,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var err error
 	select {
-	case <-ctx.Done():
+	case <-stop.Done():
 	case err = <-errc:
 	}
 	log.Info("shutting down")
