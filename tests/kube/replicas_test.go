@@ -104,7 +104,8 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 	}
 
 	// Exactly one leads and writes status.
-	leader := replicaWaitLeader(t, bins)
+	leader := replicaWaitLeader(t, bins, "istio")
+	replicaWaitLeader(t, bins, "ingress") // its own Lease: exactly one holds it too
 	survivor := 1 - leader
 	e.waitVSStatus("web", "Reconciled by the leader", func(s *metav1alpha1.IstioStatus) bool {
 		return replicaReconciledTrue(s)
@@ -277,15 +278,15 @@ func replicaReconciledTrue(s *metav1alpha1.IstioStatus) bool {
 	return false
 }
 
-// replicaWaitLeader waits until exactly one of bins holds the Istio status Lease
-// and returns its index.
-func replicaWaitLeader(t *testing.T, bins []*testenv.Binary) int {
+// replicaWaitLeader waits until exactly one of bins holds the Lease of
+// the status writer (istio or ingress) and returns its index.
+func replicaWaitLeader(t *testing.T, bins []*testenv.Binary, writer string) int {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		var leaders []int
 		for i, b := range bins {
-			if replicaScrape(t, b, `wayfinder_status_leader{writer="istio"}`) == 1 {
+			if replicaScrape(t, b, fmt.Sprintf(`wayfinder_status_leader{writer=%q}`, writer)) == 1 {
 				leaders = append(leaders, i)
 			}
 		}
@@ -293,9 +294,9 @@ func replicaWaitLeader(t *testing.T, bins []*testenv.Binary) int {
 		case len(leaders) == 1:
 			return leaders[0]
 		case len(leaders) > 1:
-			t.Fatalf("replicas %v all hold the status Lease", leaders)
+			t.Fatalf("replicas %v all hold the %s status Lease", leaders, writer)
 		case time.Now().After(deadline):
-			t.Fatal("no replica took the status Lease")
+			t.Fatalf("no replica took the %s status Lease", writer)
 		}
 		time.Sleep(50 * time.Millisecond) // polling /metrics, bounded by the deadline
 	}

@@ -60,6 +60,9 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			// The first signal starts the drain; a second one ends the
+			// process at once (Go's default once the handler is gone).
+			go func() { <-ctx.Done(); stop() }()
 			return s.Run(ctx)
 		},
 	}
