@@ -67,8 +67,8 @@ func TestDrainClosesStreamsSpreadOverTheDrainDuration(t *testing.T) {
 	if code, body := h.get("/healthz/ready"); code != 503 {
 		t.Errorf("/healthz/ready while draining = %d %q, want 503", code, body)
 	}
+	// Refused before its first request is read.
 	late := h.connect(nodeID("late"), ingressLabels)
-	late.subscribe(resource.ClusterType)
 	if err := late.streamError(); status.Code(err) != codes.Unavailable {
 		t.Errorf("a new stream while draining ended with %v, want Unavailable", err)
 	}
