@@ -165,9 +165,16 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 			nc, err := adsc.Dial(dctx, adsc.Config{Address: victim.GRPCAddr,
 				Node: adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: "late", Namespace: "istio-system"})})
 			cancel()
-			if err == nil {
+			if err == nil { // connected before the listener closed: the stream is refused
+				select {
+				case <-nc.Done():
+					if code := status.Code(nc.Err()); code != codes.Unavailable {
+						t.Errorf("a new stream on the draining replica ended with %v, want Unavailable", nc.Err())
+					}
+				case <-timeAfter():
+					t.Error("the draining replica accepted a new ADS stream")
+				}
 				nc.Close()
-				t.Error("the draining replica accepted a new ADS stream")
 			}
 		}
 		offsets = append(offsets, cl.at)
@@ -217,6 +224,11 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 	startedLeading := replicaLogTime(t, bins[survivor], "leading: writing Istio object status")
 	if !stoppedLeading.Before(startedLeading) {
 		t.Errorf("the survivor started leading at %v, before the old leader stopped at %v", startedLeading, stoppedLeading)
+	}
+	t.Logf("old leader stopped leading %v after SIGTERM, the survivor started %v after", stoppedLeading.Sub(stopped).Round(time.Millisecond), startedLeading.Sub(stopped).Round(time.Millisecond))
+	// The Lease is released as the drain begins, not after it.
+	if drained := replicaLogTime(t, victim, "drained: every ADS stream closed"); !stoppedLeading.Before(drained) {
+		t.Errorf("the old leader released the status Lease at %v, after its drain ended at %v", stoppedLeading, drained)
 	}
 
 	// A change after the handover reaches every gateway, and its status is
