@@ -100,7 +100,8 @@ func TestDrainClosesStreamsSpreadOverTheDrainDuration(t *testing.T) {
 }
 
 // A drain whose context ends (the grace period is over) closes what is
-// left at once, and says how many went early.
+// left at once, state of the world and delta streams alike, and says how
+// many went early.
 func TestDrainCutShortClosesTheRestAtOnce(t *testing.T) {
 	h := newHarness(t, newTestStore(base()...))
 	h.syncAndWait()
@@ -111,11 +112,18 @@ func TestDrainCutShortClosesTheRestAtOnce(t *testing.T) {
 		clients[i].subscribe(resource.ClusterType)
 		clients[i].next(resource.ClusterType)
 	}
+	// Delta streams are drained alike.
+	delta := h.connectDelta(nodeID("gw-delta"), ingressLabels, nil)
+	delta.subscribe(resource.ClusterType)
+	delta.next(resource.ClusterType)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := h.s.Drain(ctx, time.Hour)
-	if res.Closed != n || res.Early != n-1 {
-		t.Errorf("Drain with an ended context = %+v, want %d closed, %d of them early", res, n, n-1)
+	if res.Closed != n+1 || res.Early != n {
+		t.Errorf("Drain with an ended context = %+v, want %d closed, %d of them early", res, n+1, n)
+	}
+	if err := delta.streamError(); status.Code(err) != codes.Unavailable {
+		t.Errorf("delta gateway: stream ended with %v, want Unavailable", err)
 	}
 	for i, c := range clients {
 		if err := c.streamError(); status.Code(err) != codes.Unavailable {
