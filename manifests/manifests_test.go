@@ -137,7 +137,7 @@ func TestBaseParsesWithRealTypes(t *testing.T) {
 	slices.Sort(keys)
 	want := []string{
 		"ClusterRole/wayfinder-pilot-discovery", "ClusterRoleBinding/wayfinder-pilot-discovery",
-		"Deployment/pilot-discovery", "Namespace/wayfinder-system", "Role/wayfinder-pilot-discovery",
+		"Deployment/pilot-discovery", "Namespace/wayfinder-system", "PodDisruptionBudget/pilot-discovery", "Role/wayfinder-pilot-discovery",
 		"RoleBinding/wayfinder-pilot-discovery", "Service/pilot-discovery", "ServiceAccount/pilot-discovery",
 	}
 	if !slices.Equal(keys, want) {

@@ -5,6 +5,7 @@ package bootstrap
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -63,7 +64,13 @@ type Options struct {
 	Debounce debounce.Options
 	// Limits bound what clients can cost (gRPC and per ADS stream).
 	Limits Limits
-	// ShutdownGrace bounds how long shutdown waits for streams to close.
+	// DrainDuration is how long a clean shutdown (SIGTERM) takes to close
+	// the open ADS streams, spread evenly over it, after refusing new ones
+	// (see drain.go). Zero closes them all at once (embedding, tests); the
+	// command's --drain-duration defaults to 20s.
+	DrainDuration time.Duration
+	// ShutdownGrace bounds how long shutdown waits for streams to close
+	// after the drain.
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
 	// SecretReview tunes the cache of SubjectAccessReviews deciding which
@@ -79,6 +86,9 @@ type Options struct {
 func (o *Options) validate() error {
 	if o.ConfigDir != "" && (o.Kubeconfig != "" || o.KubeRESTConfig != nil) {
 		return errors.New("--config-dir and --kubeconfig are both set: Wayfinder reads one config source, a folder (file mode) or a Kubernetes cluster; drop one")
+	}
+	if o.DrainDuration < 0 {
+		return fmt.Errorf("--drain-duration %s: must not be negative", o.DrainDuration)
 	}
 	if err := o.Limits.validate(); err != nil {
 		return err

@@ -39,6 +39,9 @@ type Server struct {
 	secureListener net.Listener
 	httpListener   net.Listener
 	ready          chan struct{}
+	// drained waits for the gRPC servers' GracefulStop started by drain;
+	// nil when drain did not run.
+	drained *sync.WaitGroup
 }
 
 // NewServer builds every part and binds both listeners, so an address in
@@ -100,6 +103,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		if err = kube.addIstioStatus(opts, ds); err != nil {
 			return nil, err
 		}
+		kube.registerStatusMetrics(registry)
 		kube.registry.AppendPushHandler(ds.ConfigUpdate)
 		kube.pushSecret = func() {
 			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
@@ -206,10 +210,13 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpListener.Addr() }
 // has been computed.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// Run serves until ctx is cancelled, then closes ADS streams and both
+// Run serves until stop is cancelled, then releases the status Leases,
+// drains the ADS streams over DrainDuration (drain.go) and closes the
 // listeners. It returns the first serving error, or nil on a clean stop.
-func (s *Server) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
+func (s *Server) Run(stop context.Context) error {
+	// Everything runs until shutdown cancels ctx, not until stop ends: the
+	// ADS streams must outlive stop to be drained (see drain.go).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
 	defer cancel()
 	log := s.opts.Logger
 	var wg sync.WaitGroup
@@ -218,6 +225,10 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); f() }()
 	}
+	// The status writers stop first on shutdown, releasing their Leases so
+	// that another replica writes status while this one drains.
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	defer stopStatus()
 	run(func() { s.store.Run(ctx) })
 	if s.kube != nil {
 		run(func() { s.kube.clients.Queue.Run(ctx) })
@@ -226,14 +237,14 @@ func (s *Server) Run(ctx context.Context) error {
 		run(func() { s.kube.authz.Run(ctx) })
 		if s.kube.status != nil {
 			run(func() {
-				if err := s.kube.status.Run(ctx); err != nil {
+				if err := s.kube.status.Run(statusCtx); err != nil {
 					log.Error("ingress status writer stopped", "err", err)
 				}
 			})
 		}
 		if s.kube.istioStatus != nil {
 			run(func() {
-				if err := s.kube.istioStatus.Run(ctx); err != nil {
+				if err := s.kube.istioStatus.Run(statusCtx); err != nil {
 					log.Error("istio status writer stopped", "err", err)
 				}
 			})
@@ -281,10 +292,14 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var err error
 	select {
-	case <-ctx.Done():
+	case <-stop.Done():
 	case err = <-errc:
 	}
 	log.Info("shutting down")
+	stopStatus()
+	if err == nil {
+		s.drain()
+	}
 	cancel()
 	s.shutdown()
 	wg.Wait()
@@ -365,6 +380,9 @@ func (s *Server) shutdown() {
 			g.Stop()
 		}
 		<-done
+	}
+	if s.drained != nil {
+		s.drained.Wait()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()

@@ -30,7 +30,7 @@ func (s *DiscoveryServer) debugEndpoints() []debugEndpoint {
 		{"/debug/adsz", "Connected proxies: identity, labels, gateway group, streams.", s.handleAdsz, accessScoped},
 		{"/debug/list", "This list.", s.handleList, accessAdmin},
 		{"/debug/version", "Build version and the replica answering.", s.handleVersion, accessOpen},
-		{"/healthz/ready", "200 once config has synced and the first push is done, else 503.", s.handleReady, accessOpen},
+		{"/healthz/ready", "200 once config has synced and the first push is done, else 503 (and 503 while draining for shutdown).", s.handleReady, accessOpen},
 		{"/metrics", "Prometheus metrics.", s.metrics.handler().ServeHTTP, accessOpen},
 		{"/debug/pprof/", "Go runtime profiles (net/http/pprof).", pprof.Index, accessAdmin},
 	}
@@ -83,6 +83,9 @@ func (s *DiscoveryServer) handleList(w http.ResponseWriter, _ *http.Request) {
 func (s *DiscoveryServer) handleReady(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	switch {
+	case s.Draining():
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready: draining for shutdown\n"))
 	case s.Ready():
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte("ready\n"))

@@ -71,8 +71,13 @@ func serveEvictable(parent context.Context, run func(ctx context.Context) error)
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		if errors.Is(context.Cause(ctx), errEvicted) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errEvicted):
 			return status.Error(codes.PermissionDenied, "this node id was claimed by an authenticated stream; unauthenticated streams holding it were closed")
+		case errors.Is(cause, errDraining):
+			// Unavailable: the client retries, through the Service on
+			// another replica (see drain.go).
+			return status.Error(codes.Unavailable, "this control plane replica is shutting down; reconnect")
 		}
 		return <-done
 	}

@@ -273,9 +273,14 @@ func (s *DiscoveryServer) sendWithin(ctx context.Context, typeURL string, send f
 
 // admit waits until a new stream may start (see Limits.StreamsPerSecond).
 func (s *DiscoveryServer) admit(ctx context.Context) error {
+	if err := s.refuseIfDraining(); err != nil {
+		return err
+	}
 	waited, err := s.admission.wait(ctx, s.ctx)
 	if err == nil {
 		s.limitMetrics.admissionWait.Observe(waited.Seconds())
+		// Queued behind the admission rate while Drain began.
+		err = s.refuseIfDraining()
 	}
 	return err
 }

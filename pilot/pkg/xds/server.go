@@ -100,6 +100,8 @@ type DiscoveryServer struct {
 	peerLog      *peerLog
 	// sending counts writes waiting in sendWithin (for tests).
 	sending atomic.Int64
+	// drain refuses and closes streams on shutdown; see drain.go.
+	drain *drainState
 
 	// ctx ends every ADS stream; it is cancelled when Run returns.
 	ctx    context.Context
@@ -173,6 +175,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	s.limitMetrics = newLimitMetrics(opts.Registry)
 	s.admission = newAdmission(opts.Clock, s.limits.StreamsPerSecond, s.limits.StreamBurst)
 	s.peerLog = newPeerLog(opts.Clock)
+	s.drain = newDrainState(opts.Registry)
 	wire.SetSharedNamesBytes(s.limits.SharedNamesBytes)
 	opts.Registry.MustRegister(backlogCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -60,6 +60,9 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			// The first signal starts the drain; a second one ends the
+			// process at once (Go's default once the handler is gone).
+			go func() { <-ctx.Done(); stop() }()
 			return s.Run(ctx)
 		},
 	}
@@ -88,7 +91,8 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.DurationVar(&opts.Debounce.LeadingDelay, "debounce-first", 10*time.Millisecond, "delay before pushing a lone change after a quiet spell; changes in a burst wait --debounce-after (0: always wait --debounce-after)")
 	f.DurationVar(&opts.Debounce.QuietPeriod, "debounce-after", 100*time.Millisecond, "quiet period after a config change before pushing")
 	f.DurationVar(&opts.Debounce.MaxDelay, "debounce-max", 10*time.Second, "longest a config change waits for the quiet period")
-	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close")
+	f.DurationVar(&opts.DrainDuration, "drain-duration", 20*time.Second, "on SIGTERM, refuse new ADS streams and close the open ones spread evenly over this, so that gateways reconnect to other replicas gradually; fits terminationGracePeriodSeconds with --shutdown-grace")
+	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close after the drain")
 	addLimitFlags(cmd, &opts.Limits)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")

@@ -107,6 +107,7 @@ type IstioWriter struct {
 	// causes no second write. Used by the lead loop alone.
 	written map[config.Key]written2
 	writes  atomic.Int64
+	leader  atomic.Bool
 }
 
 type written2 struct {
@@ -188,8 +189,15 @@ func (w *IstioWriter) Run(ctx context.Context) error {
 		Client: w.opts.Kube, Namespace: w.opts.LeaseNamespace, Name: w.opts.LeaseName, Identity: w.opts.Identity,
 		LeaseDuration: w.opts.LeaseDuration, RenewDeadline: w.opts.RenewDeadline, RetryPeriod: w.opts.RetryPeriod,
 		What: "Istio object status", Logger: w.opts.Logger,
-	}, w.lead)
+	}, func(leadCtx context.Context) {
+		w.leader.Store(true)
+		defer w.leader.Store(false)
+		w.lead(leadCtx) // until the Lease is lost or ctx is done
+	})
 }
+
+// IsLeader reports whether this replica holds the Lease now.
+func (w *IstioWriter) IsLeader() bool { return w.leader.Load() }
 
 // lead syncs on every object change and every Interval, until the Lease
 // is lost.

@@ -115,6 +115,8 @@ type Writer struct {
 	watches   []watch
 	// kick is signalled (never blocking) by every relevant change.
 	kick chan struct{}
+	// writes counts the status updates made.
+	writes atomic.Int64
 
 	mu     sync.Mutex
 	leader bool
@@ -221,6 +223,9 @@ func (w *Writer) trigger() {
 	default:
 	}
 }
+
+// Writes is the number of Ingress status updates the writer has made.
+func (w *Writer) Writes() int64 { return w.writes.Load() }
 
 // IsLeader reports whether this replica holds the Lease now.
 func (w *Writer) IsLeader() bool {
@@ -332,6 +337,7 @@ func (w *Writer) syncAll(ctx context.Context) error {
 			continue
 		}
 		w.written[key] = written{basedOn: ing.ResourceVersion, addrs: want}
+		w.writes.Add(1)
 		w.opts.Logger.Debug("wrote Ingress status", "ingress", ing.Namespace+"/"+ing.Name, "addresses", want)
 	}
 	for key := range w.written {
