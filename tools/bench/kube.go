@@ -230,7 +230,7 @@ func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins harness.Bi
 				return nil
 			}
 			for _, rate := range ko.rates {
-				res.Churn = append(res.Churn, kc.phase(ctx, p, rate))
+				res.Churn = append(res.Churn, kc.phase(ctx, p, "http://"+httpAddr+"/metrics", rate))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

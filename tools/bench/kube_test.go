@@ -81,7 +81,10 @@ func TestKubeBenchTiny(t *testing.T) {
 	if !(ch.AllP50Ms > 0 && ch.AllP50Ms <= ch.AllP99Ms && ch.AllP99Ms <= ch.AllMaxMs) || ch.AckP99Ms <= 0 || ch.WriteP99Ms <= 0 {
 		t.Errorf("latencies not ordered or missing: %+v", ch)
 	}
-	if ch.CPUSeconds <= 0 || ch.CPUPerChangeMs <= 0 || ch.RSSStartBytes <= 0 || ch.RSSEndBytes <= 0 {
+	if ch.AnsweredP99Ms > ch.AllP99Ms {
+		t.Errorf("p99 from the API's answer %.1fms exceeds p99 from the write's start %.1fms", ch.AnsweredP99Ms, ch.AllP99Ms)
+	}
+	if ch.CPUSeconds <= 0 || ch.CPUPerChangeMs <= 0 || ch.RSSStartBytes <= 0 || ch.RSSEndBytes <= 0 || ch.HeapStartBytes <= 0 || ch.HeapEndBytes <= 0 {
 		t.Errorf("server usage over the churn missing: %+v", ch)
 	}
 
