@@ -10,6 +10,7 @@ package main
 // on the cases asked for, the endpoint-churn phases (churn.go).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,7 +141,7 @@ func runKubeMode(o options, kf *kubeFlags) error {
 	started := time.Now().UTC()
 	var results []kubeResult
 	for _, c := range ko.cases {
-		churn := containsCase(ko.churnCases, c)
+		churn := slices.Contains(ko.churnCases, c)
 		r := runKubeCase(ctx, o, ko, bins, c, churn, o.delta)
 		logKubeResult(r)
 		results = append(results, r)
@@ -152,15 +154,6 @@ func runKubeMode(o options, kf *kubeFlags) error {
 	}
 	fmt.Println("wrote", filepath.Join(o.out, "kube-results.md"))
 	return nil
-}
-
-func containsCase(cs []benchCase, c benchCase) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // runKubeCase measures one case on a fresh cluster.
@@ -285,7 +278,7 @@ func (w *logWatch) Write(b []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, b...)
 	for {
-		i := strings.IndexByte(string(w.buf), '\n')
+		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			break
 		}
