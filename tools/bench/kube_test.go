@@ -65,9 +65,10 @@ func TestKubeBenchTiny(t *testing.T) {
 		t.Fatalf("churn phases = %d, want 1", len(r.Churn))
 	}
 	ch := r.Churn[0]
-	// 10/s for 5 s issues 50 changes; a loaded machine may fall a little behind.
-	if ch.Changes < 40 || ch.Changes > 50 {
-		t.Errorf("changes = %d, want 40 to 50", ch.Changes)
+	// 10/s for 5 s issues 50 changes; the phase ends on the clock, so a
+	// starved issuer may fall behind, but not by half.
+	if ch.Changes < 25 || ch.Changes > 50 {
+		t.Errorf("changes = %d, want 25 to 50", ch.Changes)
 	}
 	if ch.Failed != 0 || len(ch.Errors) != 0 {
 		t.Errorf("failed writes %d: %v", ch.Failed, ch.Errors)
