@@ -103,3 +103,18 @@ BENCH_FLAGS ?=
 .PHONY: bench
 bench:
 	$(GO) run ./tools/bench --out $(BENCH_OUT) $(BENCH_FLAGS)
+
+# The Kubernetes-mode benchmark (issue 14): per case a real etcd and
+# kube-apiserver on loopback (as the Kubernetes tests; see kube-deps), the
+# workload written into it, pilot-discovery in Kubernetes mode and G
+# simulated gateways; then endpoint churn at BENCH_KUBE_FLAGS' rates.
+# Results in $(BENCH_OUT)/kube/kube-results.md. `make bench` runs it before
+# the file-mode matrix; BENCH_KUBE= skips it. Shorter churn, e.g.:
+# make bench-kube BENCH_KUBE_FLAGS='--kube-cases 1000x500 --churn-duration 60s'
+BENCH_KUBE       ?= bench-kube
+BENCH_KUBE_FLAGS ?=
+.PHONY: bench-kube
+bench: $(BENCH_KUBE)
+bench-kube: $(KUBE_DEPS)
+	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" \
+	  $(GO) run ./tools/bench --kube --out $(BENCH_OUT)/kube $(BENCH_KUBE_FLAGS)

@@ -87,6 +87,7 @@ func run() error {
 	flag.BoolVar(&o.skipFloor, "skip-floor", false, "do not run the floor server")
 	flag.BoolVar(&o.appendRes, "append", false, "keep the results of other cases from OUT/results.json (to run the matrix in parts)")
 	chartOnly := flag.Bool("chart-only", false, "run nothing: draw OUT/results.png from OUT/results.json")
+	kube := registerKubeFlags(flag.CommandLine)
 	flag.StringVar(&o.note, "note", "2 cores shared with other processes (other helpers' builds and tests may run at the same time)", "note printed with the table")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -110,6 +111,9 @@ func run() error {
 		return err
 	}
 	o.pilotArgs = strings.Fields(*pilotArgs)
+	if kube.enabled {
+		return runKubeMode(o, kube)
+	}
 	for _, d := range []string{"bin", "work", "dumps", "logs"} {
 		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
 			return err

@@ -9,6 +9,10 @@
 // Each VirtualService is a file of its own, so the update rewrites one
 // small file and file mode re-parses only that one; the ServiceEntries,
 // which never change, share one file.
+//
+// WriteKube writes the Kubernetes form into an API server: Services with
+// EndpointSlices instead of ServiceEntries, plus DestinationRules (see
+// kube.go).
 package workload
 
 import (

@@ -197,6 +197,11 @@ func (s *stream) nodeOnce() *corev3.Node {
 // been ACKed, the cold convergence.
 func (g *gateway) ack(typeURL string, resp *wireResponse, needEDS, needRDS bool) {
 	g.acked |= typeBit[typeURL]
+	if typeURL == resource.EndpointType && g.r.opts.OnEndpointMarker != nil {
+		for _, id := range resp.p.markers {
+			g.r.opts.OnEndpointMarker(g.id, id)
+		}
+	}
 	if g.raw != nil {
 		g.raw[typeURL] = resp.raw
 	}

@@ -36,6 +36,9 @@ type parsed struct {
 	refsOf [][]string
 	// prefixes are every path prefix an RDS response's routes match.
 	prefixes map[string]bool
+	// markers are the ids of an EDS response's marker endpoints (see
+	// Options.EndpointMarker), in response order.
+	markers []int
 }
 
 // key identifies a distinct response content.
@@ -53,12 +56,23 @@ type entry struct {
 
 // parseCache parses each distinct response content once, whichever
 // gateway sees it first; the others wait for that parse and share it.
+//
+// Under endpoint churn every push is a new content, so the cache keeps two
+// generations of at most maxEntries each: a content older than both is
+// parsed again if it ever comes back, which costs time, not correctness.
 type parseCache struct {
 	validate bool
-	mu       sync.Mutex
-	entries  map[key]*entry
-	parses   atomic.Int64
+	// marker picks out marker endpoints (Options.EndpointMarker); set
+	// before the first get.
+	marker func(addr string) (int, bool)
+	mu     sync.Mutex
+	// entries is the current generation, old the one before.
+	entries, old map[key]*entry
+	parses       atomic.Int64
 }
+
+// maxEntries bounds one generation of the parse cache.
+const maxEntries = 256
 
 func newParseCache(validate bool) *parseCache {
 	return &parseCache{validate: validate, entries: map[key]*entry{}}
@@ -76,19 +90,29 @@ func (c *parseCache) get(typeURL string, delta bool, sum uint64, resources [][]b
 	c.mu.Lock()
 	e, ok := c.entries[k]
 	if !ok {
-		e = &entry{}
+		if e, ok = c.old[k]; !ok {
+			e = &entry{}
+		}
+		if len(c.entries) >= maxEntries {
+			c.old, c.entries = c.entries, map[key]*entry{}
+		}
 		c.entries[k] = e
 	}
 	c.mu.Unlock()
 	e.once.Do(func() {
 		c.parses.Add(1)
-		e.p = parse(typeURL, delta, resources, c.validate)
+		e.p = parseMarked(typeURL, delta, resources, c.validate, c.marker)
 	})
 	return e.p
 }
 
 // parse decodes resources of typeURL and extracts names and references.
 func parse(typeURL string, delta bool, resources [][]byte, validate bool) *parsed {
+	return parseMarked(typeURL, delta, resources, validate, nil)
+}
+
+// parseMarked is parse that also collects the ids of marker endpoints.
+func parseMarked(typeURL string, delta bool, resources [][]byte, validate bool, marker func(string) (int, bool)) *parsed {
 	p := &parsed{}
 	var refs []string
 	for i, b := range resources {
@@ -105,7 +129,7 @@ func parse(typeURL string, delta bool, resources [][]byte, validate bool) *parse
 			p.err = fmt.Errorf("resource %d: %w", i, err)
 			return p
 		}
-		name, rs, err := parseOne(typeURL, a, validate, p)
+		name, rs, err := parseOne(typeURL, a, validate, p, marker)
 		if err != nil {
 			p.err = fmt.Errorf("resource %d %q: %w", i, name, err)
 			return p
@@ -120,8 +144,8 @@ func parse(typeURL string, delta bool, resources [][]byte, validate bool) *parse
 }
 
 // parseOne decodes one serialized Any and returns its name and the names
-// it references; RDS prefixes are added to p.
-func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed) (string, []string, error) {
+// it references; RDS prefixes and EDS markers are added to p.
+func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed, marker func(string) (int, bool)) (string, []string, error) {
 	if a.GetTypeUrl() != typeURL {
 		return "", nil, fmt.Errorf("type %s in a %s response", a.GetTypeUrl(), typeURL)
 	}
@@ -158,6 +182,15 @@ func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed) (string, [
 		}
 	case *endpointv3.ClusterLoadAssignment:
 		name = r.GetClusterName()
+		if marker != nil {
+			for _, le := range r.GetEndpoints() {
+				for _, lb := range le.GetLbEndpoints() {
+					if id, ok := marker(lb.GetEndpoint().GetAddress().GetSocketAddress().GetAddress()); ok {
+						p.markers = append(p.markers, id)
+					}
+				}
+			}
+		}
 	case *listenerv3.Listener:
 		name = r.GetName()
 		var err error

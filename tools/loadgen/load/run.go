@@ -60,6 +60,20 @@ type Options struct {
 	// Stuck opens this many more gateways that never read (see openStuck)
 	// before the measured ones start; they stay until the run ends.
 	Stuck int
+	// Hold, if set, is called after cold convergence (and the update, if
+	// Trigger is set) with every gateway still connected and following
+	// pushes; the run ends when it returns. An error is counted with the
+	// run's errors. The Kubernetes-mode bench churns endpoints in it.
+	Hold func(ctx context.Context) error
+	// EndpointMarker, if set, picks marker endpoints out of EDS responses:
+	// addresses a benchmark wrote to time a change, mapped to an id. It is
+	// called once per distinct response content, from any goroutine.
+	EndpointMarker func(addr string) (id int, ok bool)
+	// OnEndpointMarker, if set with EndpointMarker, is called on gateway
+	// gw's goroutine whenever it ACKs an EDS response, once per marker id
+	// in it (markers already seen come again in state-of-the-world
+	// responses; the callee keeps track).
+	OnEndpointMarker func(gw, id int)
 }
 
 // Dump file names per type, shared with the floor server.
@@ -175,6 +189,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		updateDone: make(chan struct{}),
 		fatal:      make(chan struct{}),
 	}
+	r.cache.marker = opts.EndpointMarker
 	r.coldLeft.Store(int64(opts.Gateways))
 	r.updateLeft.Store(int64(opts.Gateways))
 
@@ -230,6 +245,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			r.errorf("update trigger: %v", err)
 		} else {
 			ok = r.await(ctx, r.updateDone)
+		}
+	}
+	if ok && opts.Hold != nil {
+		if err := opts.Hold(ctx); err != nil {
+			r.errorf("hold: %v", err)
 		}
 	}
 	rep.TimedOut = !ok && ctx.Err() != nil

@@ -1,0 +1,371 @@
+package main
+
+// The Kubernetes-mode benchmark (--kube, `make bench-kube`): per case, a
+// real etcd and kube-apiserver on loopback (tests/kube/harness), the
+// workload written into it as Services, EndpointSlices, a Gateway,
+// VirtualServices and DestinationRules (workload.WriteKube), the real
+// pilot-discovery in Kubernetes mode against it, and G simulated gateways
+// on its plaintext ADS port. Figures: informer sync and first push (from
+// pilot-discovery's log lines), cold convergence, peak RSS and CPU; then,
+// on the cases asked for, the endpoint-churn phases (churn.go).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/tools/loadgen/load"
+	"github.com/wayfinder-dev/wayfinder/tools/workload"
+)
+
+// kubeFlags are the flags of the Kubernetes mode, registered next to the
+// file-mode ones.
+type kubeFlags struct {
+	enabled       bool
+	cases         string
+	churnCases    string
+	churnRates    string
+	churnDuration time.Duration
+	churnDrain    time.Duration
+}
+
+func registerKubeFlags(fs *flag.FlagSet) *kubeFlags {
+	k := &kubeFlags{}
+	fs.BoolVar(&k.enabled, "kube", false, "run the Kubernetes-mode benchmark (etcd + kube-apiserver on loopback) instead of the file-mode matrix")
+	fs.StringVar(&k.cases, "kube-cases", "1000x500,5000x500", "Kubernetes-mode cases as SERVICESxGATEWAYS")
+	fs.StringVar(&k.churnCases, "churn-cases", "1000x500", "Kubernetes-mode cases that also run the endpoint churn (empty: none)")
+	fs.StringVar(&k.churnRates, "churn-rates", "50,200", "EndpointSlice updates per second, one churn phase each")
+	fs.DurationVar(&k.churnDuration, "churn-duration", 5*time.Minute, "length of each churn phase")
+	fs.DurationVar(&k.churnDrain, "churn-drain", 30*time.Second, "after a churn phase, how long to wait for the last changes to reach every gateway")
+	return k
+}
+
+// kubeOptions are the parsed Kubernetes-mode settings.
+type kubeOptions struct {
+	cases, churnCases []benchCase
+	rates             []float64
+	duration, drain   time.Duration
+}
+
+func (k *kubeFlags) parse() (kubeOptions, error) {
+	var ko kubeOptions
+	var err error
+	if ko.cases, err = parseCases(k.cases); err != nil {
+		return ko, fmt.Errorf("--kube-cases: %w", err)
+	}
+	if strings.TrimSpace(k.churnCases) != "" {
+		if ko.churnCases, err = parseCases(k.churnCases); err != nil {
+			return ko, fmt.Errorf("--churn-cases: %w", err)
+		}
+	}
+	for part := range strings.SplitSeq(k.churnRates, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		r, err := strconv.ParseFloat(part, 64)
+		if err != nil || r <= 0 || r > 5000 {
+			return ko, fmt.Errorf("--churn-rates: %q is not a rate between 0 and 5000 per second", part)
+		}
+		ko.rates = append(ko.rates, r)
+	}
+	if k.churnDuration <= 0 || k.churnDrain <= 0 {
+		return ko, errors.New("--churn-duration and --churn-drain must be positive")
+	}
+	ko.duration, ko.drain = k.churnDuration, k.churnDrain
+	return ko, nil
+}
+
+// kubeResult is one Kubernetes-mode case.
+type kubeResult struct {
+	Case   benchCase `json:"case"`
+	Server string    `json:"server"` // "pilot" or "pilot-delta"
+	// CreateSeconds is how long writing the workload into the API server
+	// took (Objects objects), before pilot-discovery started.
+	CreateSeconds float64 `json:"create_seconds"`
+	Objects       int     `json:"objects"`
+	// SyncSeconds is from pilot-discovery's start to the last of its
+	// informers (Services, EndpointSlices and Pods; Istio config) having
+	// synced; FirstPushSeconds to its first push being computed (ready).
+	SyncSeconds      float64 `json:"sync_seconds"`
+	FirstPushSeconds float64 `json:"first_push_seconds"`
+	// Cold is every gateway's convergence from the moment they connect
+	// (after the first push).
+	Cold *load.Latency `json:"cold,omitempty"`
+	// usage is the server's peak RSS and CPU seconds once every gateway
+	// has converged (start, sync, first push and cold convergence).
+	usage
+	Churn  []churnResult `json:"churn,omitempty"`
+	Report *load.Report  `json:"report,omitempty"`
+	Error  string        `json:"error,omitempty"`
+}
+
+// runKubeMode is bench --kube: every case, results written after each.
+func runKubeMode(o options, kf *kubeFlags) error {
+	ko, err := kf.parse()
+	if err != nil {
+		return err
+	}
+	bins, err := harness.FindBinaries(harness.Binaries{})
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"bin", "logs"} {
+		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if o.pilot == "" {
+		o.pilot = filepath.Join(o.out, "bin", "pilot-discovery")
+		if err := goBuild(o.pilot, "./pilot/cmd/pilot-discovery"); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now().UTC()
+	var results []kubeResult
+	for _, c := range ko.cases {
+		churn := slices.Contains(ko.churnCases, c)
+		r := runKubeCase(ctx, o, ko, bins, c, churn, o.delta)
+		logKubeResult(r)
+		results = append(results, r)
+		if err := writeKubeResults(o, ko, started, results); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	fmt.Println("wrote", filepath.Join(o.out, "kube-results.md"))
+	return nil
+}
+
+// runKubeCase measures one case on a fresh cluster.
+func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins harness.Binaries, c benchCase, churn, delta bool) kubeResult {
+	res := kubeResult{Case: c, Server: "pilot"}
+	if delta {
+		res.Server = "pilot-delta"
+	}
+	cl, err := harness.New(harness.Options{Binaries: bins})
+	if err != nil {
+		res.Error = "starting etcd and kube-apiserver: " + err.Error()
+		return res
+	}
+	defer cl.Stop()
+	cfg := cl.RESTConfig()
+	// No client-side throttling: the creates and the churn are the load.
+	cfg.QPS, cfg.Burst = -1, 0
+	t0 := time.Now()
+	if err := workload.WriteKube(ctx, cfg, workload.KubeOptions{Options: workload.Options{Services: c.Services}}); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.CreateSeconds = time.Since(t0).Seconds()
+	res.Objects = 1 + 4*c.Services
+
+	grpcAddr, err1 := freePort()
+	httpAddr, err2 := freePort()
+	if err := errors.Join(err1, err2); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	args := append([]string{"discovery", "--kubeconfig", cl.Kubeconfig, "--grpc-addr", grpcAddr, "--http-addr", httpAddr,
+		"--secure-grpc-addr=", "--log-format", "json", "--log-level", "info"}, o.pilotArgs...)
+	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("kube-%s-%s.log", c, res.Server))
+	w := newLogWatch(servicesSynced, configSynced, firstPush)
+	p, err := startWatchedProc(o.pilot, args, logPath, w)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer p.stop()
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := p.waitReady(rctx, "http://"+httpAddr+"/healthz/ready"); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.SyncSeconds = max(w.at(servicesSynced), w.at(configSynced)).Seconds()
+	res.FirstPushSeconds = w.at(firstPush).Seconds()
+
+	kc, err := newChurner(cfg, c, ko)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	lo := load.Options{
+		Address: grpcAddr, Gateways: c.Gateways, Delta: delta, Timeout: o.timeout + time.Duration(len(ko.rates))*(ko.duration+ko.drain),
+		Validate: true, Logger: slog.New(slog.DiscardHandler),
+		EndpointMarker: workload.MarkerID, OnEndpointMarker: kc.ack,
+		Hold: func(ctx context.Context) error {
+			u, err := p.usage()
+			if err != nil {
+				return err
+			}
+			res.usage = u
+			if !churn {
+				return nil
+			}
+			for _, rate := range ko.rates {
+				res.Churn = append(res.Churn, kc.phase(ctx, p, "http://"+httpAddr+"/metrics", rate))
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+			return nil
+		},
+	}
+	rep, err := load.Run(ctx, lo)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Report = rep
+	cold := rep.Cold
+	res.Cold = &cold
+	switch {
+	case rep.Unimplemented:
+		res.Error = "the server answered Unimplemented for " + rep.Mode + " ADS"
+	case rep.TimedOut:
+		res.Error = "timed out"
+	case res.PeakRSSBytes == 0:
+		res.Error = "the gateways did not converge"
+	}
+	return res
+}
+
+// Log messages of pilot-discovery that time its start.
+const (
+	servicesSynced = "kubernetes services synced"
+	configSynced   = "kubernetes config synced"
+	firstPush      = "config synced and first push computed"
+)
+
+// logWatch is an io.Writer over pilot-discovery's JSON log that notes when
+// each wanted message first appears, measured from its creation (just
+// before the process starts).
+type logWatch struct {
+	start time.Time
+	want  []string
+	mu    sync.Mutex
+	buf   []byte
+	seen  map[string]time.Duration
+}
+
+func newLogWatch(msgs ...string) *logWatch {
+	return &logWatch{start: time.Now(), want: msgs, seen: map[string]time.Duration{}}
+}
+
+func (w *logWatch) Write(b []byte) (int, error) {
+	now := time.Since(w.start)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+		for _, m := range w.want {
+			if _, ok := w.seen[m]; !ok && strings.Contains(line, `"msg":"`+m+`"`) {
+				w.seen[m] = now
+			}
+		}
+	}
+	if len(w.buf) > 1<<20 { // a line that never ends is not one we want
+		w.buf = w.buf[:0]
+	}
+	return len(b), nil
+}
+
+// at is when msg was logged, 0 if it was not.
+func (w *logWatch) at(msg string) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[msg]
+}
+
+// startWatchedProc is startProc with the output also going to w.
+func startWatchedProc(bin string, args []string, logPath string, w io.Writer) (*proc, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	out := io.MultiWriter(f, w)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan error, 1), log: f}
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// currentRSS reads the process's resident set size now (VmRSS).
+func (p *proc) currentRSS() (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10, err
+			}
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/PID/status")
+}
+
+func logKubeResult(r kubeResult) {
+	msg := fmt.Sprintf("kube %-8s %-11s sync=%.1fs first-push=%.1fs rss=%.0fMB cpu=%.1fs", r.Case, r.Server,
+		r.SyncSeconds, r.FirstPushSeconds, float64(r.PeakRSSBytes)/(1<<20), r.CPUSeconds)
+	if r.Cold != nil {
+		msg += fmt.Sprintf(" cold p99=%.0fms (%d/%d)", r.Cold.P99Ms, r.Cold.Converged, r.Cold.Total)
+	}
+	for _, c := range r.Churn {
+		msg += fmt.Sprintf(" | churn %g/s: %d changes, all-gateways p50=%.0fms p99=%.0fms, cpu/change=%.2fms, rss %+.1f%%",
+			c.Rate, c.Changes, c.AllP50Ms, c.AllP99Ms, c.CPUPerChangeMs, c.RSSGrowthPct)
+	}
+	if r.Error != "" {
+		msg += " error: " + r.Error
+	}
+	fmt.Fprintln(os.Stderr, msg)
+}
+
+func writeKubeResults(o options, ko kubeOptions, started time.Time, results []kubeResult) error {
+	m := machineInfo(o.note, started)
+	data, err := json.MarshalIndent(struct {
+		Machine machine      `json:"machine"`
+		Results []kubeResult `json:"results"`
+	}{m, results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "kube-results.json"), data, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.out, "kube-results.md"), []byte(kubeMarkdown(m, ko, o.pilotArgs, results)), 0o644)
+}
