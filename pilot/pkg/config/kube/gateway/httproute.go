@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
 // httpRoute attaches one HTTPRoute and adds its rules to the hostnames of
@@ -356,7 +359,12 @@ type backendIn struct {
 
 // routeTo sets out's weighted destinations from a rule's backendRefs. A
 // rule without any usable backend answers 500, as the specification asks.
+// Among usable ones, the weight of the refused backends goes to one
+// destination model.InvalidBackendHost, which Envoy answers with a 500:
+// the requests that would have gone to an invalid backend get a 500, and
+// the valid backends keep exactly their share.
 func (c *converter) routeTo(out *networking.HTTPRoute, src, ns string, refs []backendIn, field string) {
+	var invalid int64
 	for k, b := range refs {
 		bf := fmt.Sprintf("%s.backendRefs[%d]", field, k)
 		if b.filters > 0 {
@@ -368,15 +376,23 @@ func (c *converter) routeTo(out *networking.HTTPRoute, src, ns string, refs []ba
 		}
 		dest, ok := c.backend(src, ns, b.ref, bf)
 		if !ok {
+			invalid += int64(w)
 			continue
 		}
 		out.Route = append(out.Route, &networking.HTTPRouteDestination{Destination: dest, Weight: w})
 	}
-	switch len(out.Route) {
-	case 0:
+	switch {
+	case len(out.Route) == 0:
 		out.Route = nil
 		out.DirectResponse = &networking.HTTPDirectResponse{Status: 500}
-	case 1:
+		return
+	case invalid > 0:
+		// The CRD bounds each weight to 1,000,000 and a rule to 16
+		// backendRefs, so the sum fits an int32.
+		out.Route = append(out.Route, &networking.HTTPRouteDestination{
+			Destination: &networking.Destination{Host: model.InvalidBackendHost}, Weight: int32(min(invalid, math.MaxInt32))})
+	}
+	if len(out.Route) == 1 {
 		out.Route[0].Weight = 0
 	}
 }
