@@ -67,6 +67,8 @@ type Controller struct {
 	factories []generated.Factory
 	// status is the status computed by the last conversion (guarded by mu).
 	status Status
+	// secretGrants are the last conversion's (guarded by mu).
+	secretGrants SecretGrants
 }
 
 // lists reads the informers' caches; a nil func is a kind not watched.
@@ -85,6 +87,7 @@ type lists struct {
 var (
 	_ model.ConfigStoreController = (*Controller)(nil)
 	_ model.ConfigErrorReporter   = (*Controller)(nil)
+	_ model.GatewaySecretGrants   = (*Controller)(nil)
 )
 
 // NewController checks its options; nothing is watched before Run.
@@ -335,11 +338,23 @@ func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	cfgs, errs := res.Configs, res.Errors
 	c.mu.Lock()
 	c.status = res.Status
+	c.secretGrants = res.SecretGrants
 	c.mu.Unlock()
 	for _, e := range errs {
 		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
 	}
 	return cfgs, errs, nil
+}
+
+// GatewayMayUse answers from the last conversion whether the Gateways of
+// gatewayNamespace may use Secret ref of another namespace (see
+// SecretGrants). It is set together with the generated config, before the
+// handlers hear of it: a grant removed is refused from then on, and the
+// listener naming the Secret leaves with the same conversion.
+func (c *Controller) GatewayMayUse(gatewayNamespace string, ref model.SecretRef) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.secretGrants.GatewayMayUse(gatewayNamespace, ref)
 }
 
 // Run discovers the served kinds, starts their informers, queues the first

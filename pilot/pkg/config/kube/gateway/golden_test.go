@@ -157,7 +157,7 @@ func produce(t *testing.T, file string, data []byte) []byte {
 	// The gateway proxy as it connects on the secure port: verified in its
 	// own namespace, so its Gateways' Secrets are its to have.
 	p := proxy(t, data)
-	scope := model.SecretScope{Identity: &model.Identity{Namespace: p.Namespace, ServiceAccount: "gateway", Method: model.MethodToken}}
+	scope := model.SecretScope{Identity: &model.Identity{Namespace: p.Namespace, ServiceAccount: "gateway", Method: model.MethodToken}, Grants: conv.SecretGrants}
 	res := core.BuildGatewayWithSecrets(push, push.GatewaysForProxy(p), secrets, scope)
 	for _, r := range res.Routes {
 		if err := r.ValidateAll(); err != nil {
@@ -176,6 +176,14 @@ func produce(t *testing.T, file string, data []byte) []byte {
 		golden.Section(t, &b, "listeners", res.Listeners)
 	}
 	golden.Section(t, &b, "routes", res.Routes)
+	if strings.Contains(file, "tls") {
+		// Which Secrets the proxy is sent (names only: no key material).
+		names := []string{}
+		for _, s := range res.Secrets {
+			names = append(names, s.GetName())
+		}
+		golden.WriteYAML(t, &b, "secrets", names)
+	}
 	msgs := []string{}
 	for _, e := range append(append(errs, push.Errors...), res.Errors...) {
 		msgs = append(msgs, e.Error())
