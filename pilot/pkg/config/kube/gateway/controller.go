@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +36,9 @@ type ControllerOptions struct {
 	// Kube reads Services and Namespaces, and discovers which Gateway API
 	// kinds the API server serves. Required.
 	Kube kubernetes.Interface
+	// Istio, when set, reads the ServiceEntries backendRefs of kind
+	// Hostname name (when their CRD is served); nil finds no host.
+	Istio istioclient.Interface
 	// Namespaces limits the watch of namespaced kinds; empty is all.
 	Namespaces []string
 	// Queue carries events to handlers: the control plane's shared queue,
@@ -80,6 +85,7 @@ type lists struct {
 	tlsRoutes  []func() ([]*gw.TLSRoute, error)
 	tcpRoutes  []func() ([]*gw.TCPRoute, error)
 	grants     []func() ([]*gw.ReferenceGrant, error)
+	seList     []func() ([]*istionetworkingv1.ServiceEntry, error)
 	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
 	namespaces listerscorev1.NamespaceLister
 }
@@ -179,6 +185,7 @@ func (c *Controller) watch() error {
 		// Nothing can be served: no informer, nothing to wait for.
 		return nil
 	}
+	useSEs := c.opts.Istio != nil && c.istioServiceEntriesServed()
 	for _, ns := range namespaces {
 		f := gwinformers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0, gwinformers.WithNamespace(ns))
 		kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
@@ -225,6 +232,13 @@ func (c *Controller) watch() error {
 			if err := c.Watch("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
+		}
+		if useSEs {
+			list, err := c.watchServiceEntries(ns)
+			if err != nil {
+				return err
+			}
+			l.seList = append(l.seList, list)
 		}
 		svc := kf.Core().V1().Services()
 		l.services[ns] = svc.Lister()
@@ -284,6 +298,11 @@ func (c *Controller) input() (Input, error) {
 	if in.ReferenceGrants, err = listAll(l.grants); err != nil {
 		return in, err
 	}
+	ses, err := listAll(l.seList)
+	if err != nil {
+		return in, err
+	}
+	in.ServiceEntries = serviceEntryConfigs(ses)
 	in.Services = func(namespace, name string) *corev1.Service {
 		sl, ok := l.services[namespace]
 		if !ok {

@@ -44,6 +44,10 @@ type Input struct {
 	Namespaces func(name string) map[string]string
 	// Services looks up a Service; nil means there is none.
 	Services func(namespace, name string) *corev1.Service
+	// ServiceEntries are the Istio ServiceEntries (Spec
+	// *networking.ServiceEntry), which backendRefs of kind Hostname
+	// (group networking.istio.io) name by host.
+	ServiceEntries []config.Config
 }
 
 // Options tune conversion.
@@ -84,10 +88,11 @@ type listener struct {
 }
 
 type converter struct {
-	in     Input
-	opts   Options
-	errs   []*config.Error
-	grants *grants
+	in      Input
+	opts    Options
+	errs    []*config.Error
+	grants  *grants
+	seHosts hostIndex
 	// listeners of handled Gateways, by "namespace/name" of the Gateway.
 	listeners map[string][]*listener
 	hosts     map[hostKey]*hostRoutes
@@ -121,7 +126,7 @@ func Convert(in Input, opts Options) ([]config.Config, []*config.Error) {
 }
 
 func convert(in Input, opts Options) ([]config.Config, []*config.Error, *recorder) {
-	c := &converter{in: in, opts: opts.withDefaults(), grants: newGrants(in.ReferenceGrants),
+	c := &converter{in: in, opts: opts.withDefaults(), grants: newGrants(in.ReferenceGrants), seHosts: newHostIndex(in.ServiceEntries),
 		listeners: map[string][]*listener{}, hosts: map[hostKey]*hostRoutes{}, st: newRecorder()}
 	classes := c.handledClasses()
 	var out []config.Config

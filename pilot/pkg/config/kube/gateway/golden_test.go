@@ -20,6 +20,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/golden"
 )
@@ -79,6 +80,13 @@ func decode(t *testing.T, data []byte) input {
 			into = &corev1.Namespace{}
 		case "v1 Secret":
 			into = &corev1.Secret{}
+		case "networking.istio.io/v1 ServiceEntry":
+			ses, errs := manifest.Parse("golden", []byte(doc), manifest.Options{})
+			if len(errs) > 0 || len(ses) != 1 {
+				t.Fatalf("document %d: %v", i+1, errs)
+			}
+			in.kube.ServiceEntries = append(in.kube.ServiceEntries, ses...)
+			continue
 		default:
 			t.Fatalf("document %d: %s %s is not a golden input kind", i+1, head.APIVersion, head.Kind)
 		}
@@ -150,7 +158,7 @@ func produce(t *testing.T, file string, data []byte) []byte {
 			t.Errorf("generated %s fails validation: %v", c.Key(), err)
 		}
 	}
-	push := model.NewPushContext(memory.New(cfgs), in)
+	push := model.NewPushContext(memory.New(append(slices.Clone(cfgs), in.kube.ServiceEntries...)), in)
 	secrets := model.SecretStoreFunc(func(ns, name string) ([]byte, []byte, bool) {
 		return model.TLSKeyPair(in.secrets[ns+"/"+name])
 	})

@@ -152,14 +152,17 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 	return out, true
 }
 
-// backend resolves a reference to a Service into a destination. Another
-// namespace needs a ReferenceGrant; the Service must exist and have the
-// port.
+// backend resolves a reference to a Service (or, see hostnameBackend, to
+// a ServiceEntry host) into a destination. Another namespace needs a
+// ReferenceGrant; the Service must exist and have the port.
 func (c *converter) backend(src, ns string, ref gw.BackendObjectReference, field string) (*networking.Destination, bool) {
 	group, kind := string(deref(ref.Group, "")), string(deref(ref.Kind, "Service"))
+	if group == IstioGroup && kind == HostnameKind {
+		return c.hostnameBackend(src, ns, ref, field)
+	}
 	if group != "" || kind != "Service" {
-		c.errorf(src, field, "backend kind %s.%s is not supported, only Service (InvalidKind); backend skipped", kind, group)
-		c.st.refUnresolved(src, gw.RouteReasonInvalidKind, "%s: backend kind %s.%s is not supported, only Service", field, kind, group)
+		c.errorf(src, field, "backend kind %s.%s is not supported, only Service and Hostname.%s (InvalidKind); backend skipped", kind, group, IstioGroup)
+		c.st.refUnresolved(src, gw.RouteReasonInvalidKind, "%s: backend kind %s.%s is not supported, only Service and Hostname.%s", field, kind, group, IstioGroup)
 		return nil, false
 	}
 	bns := string(deref(ref.Namespace, gw.Namespace(ns)))
