@@ -175,3 +175,195 @@ func TestGatewayAPICrossNamespaceCertificate(t *testing.T) {
 	waitUntil(t, "the Secret no longer sent", secretsSent(nil))
 	eventually(t, "listener https RefNotPermitted again", listenerResolved(metav1.ConditionFalse, "RefNotPermitted"))
 }
+
+// hasVirtualHost reports whether route configuration rc of s has the
+// virtual host name.
+func hasVirtualHost(s adsc.State, rc, name string) bool {
+	for _, vh := range s.Routes[rc].GetVirtualHosts() {
+		if vh.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// attachedRoutes returns a Gateway's attachedRoutes per listener, as
+// "name=N" sorted by listener order.
+func attachedRoutes(g *gw.Gateway) string {
+	var out []string
+	for _, l := range g.Status.Listeners {
+		out = append(out, fmt.Sprintf("%s=%d", l.Name, l.AttachedRoutes))
+	}
+	return strings.Join(out, ",")
+}
+
+// An HTTPRoute moved from one listener to another (its parentRef's
+// sectionName changed) leaves the first listener's route configuration
+// and appears in the other's, and the listeners' attachedRoutes follow.
+func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
+	e, gwc, className := gatewayAPIEnv(t, "gwmove")
+	ns := e.ns
+	api := gwc.GatewayV1()
+	_, err := api.Gateways(ns).Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{
+			{Name: "a", Port: 80, Protocol: gw.HTTPProtocolType},
+			{Name: "b", Port: 8080, Protocol: gw.HTTPProtocolType},
+		}},
+	}, metav1.CreateOptions{})
+	e.must(err)
+	port := gw.PortNumber(80)
+	route := func(name, host, section string) *gw.HTTPRoute {
+		s := gw.SectionName(section)
+		return &gw.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: gw.HTTPRouteSpec{
+				CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge", SectionName: &s}}},
+				Hostnames:       []gw.Hostname{gw.Hostname(host)},
+				Rules: []gw.HTTPRouteRule{{BackendRefs: []gw.HTTPBackendRef{{BackendRef: gw.BackendRef{
+					BackendObjectReference: gw.BackendObjectReference{Name: "web", Port: &port}}}}}},
+			},
+		}
+	}
+	_, err = api.HTTPRoutes(ns).Create(ctx, route("stay", "stay.example.com", "a"), metav1.CreateOptions{})
+	e.must(err)
+	_, err = api.HTTPRoutes(ns).Create(ctx, route("moving", "move.example.com", "a"), metav1.CreateOptions{})
+	e.must(err)
+	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
+	proxy := e.gatewayAs(node, "edge-wayfinder", ns)
+	attached := func(want string) func() (string, bool) {
+		return func() (string, bool) {
+			g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
+			if err != nil {
+				return err.Error(), false
+			}
+			got := attachedRoutes(g)
+			return got, got == want
+		}
+	}
+
+	waitFor(t, proxy, "both routes on listener a (http.80), none on b", func(s adsc.State) bool {
+		return hasVirtualHost(s, "http.80", "stay.example.com:80") && hasVirtualHost(s, "http.80", "move.example.com:80") &&
+			s.Listeners["0.0.0.0_8080"] != nil && !hasVirtualHost(s, "http.8080", "move.example.com:8080")
+	})
+	eventually(t, "attachedRoutes a=2, b=0", attached("a=2,b=0"))
+
+	moving, err := api.HTTPRoutes(ns).Get(ctx, "moving", metav1.GetOptions{})
+	e.must(err)
+	b := gw.SectionName("b")
+	moving.Spec.ParentRefs[0].SectionName = &b
+	_, err = api.HTTPRoutes(ns).Update(ctx, moving, metav1.UpdateOptions{})
+	e.must(err)
+	waitFor(t, proxy, "the moved route on listener b (http.8080) only", func(s adsc.State) bool {
+		return hasVirtualHost(s, "http.80", "stay.example.com:80") && !hasVirtualHost(s, "http.80", "move.example.com:80") &&
+			hasVirtualHost(s, "http.8080", "move.example.com:8080")
+	})
+	eventually(t, "attachedRoutes a=1, b=1", attached("a=1,b=1"))
+	eventually(t, "the moved route's parent status Accepted at its new generation", func() (string, bool) {
+		r, err := api.HTTPRoutes(ns).Get(ctx, "moving", metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		if len(r.Status.Parents) != 1 || r.Status.Parents[0].ParentRef.SectionName == nil || *r.Status.Parents[0].ParentRef.SectionName != "b" {
+			return fmt.Sprintf("parents %+v", r.Status.Parents), false
+		}
+		d, ok := condIs(r.Status.Parents[0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+		return d, ok && r.Status.Parents[0].Conditions[0].ObservedGeneration == r.Generation
+	})
+}
+
+// An invalid HTTPRoute among valid ones attached to the same listener:
+// the valid ones are still served; the invalid one's share answers 500
+// (its backend does not exist), its status says BackendNotFound, and
+// /debug/configz names it and the field.
+func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
+	e, gwc, className := gatewayAPIEnv(t, "gwinvalid")
+	ns := e.ns
+	api := gwc.GatewayV1()
+	_, err := api.Gateways(ns).Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{
+			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType},
+		}},
+	}, metav1.CreateOptions{})
+	e.must(err)
+	port := gw.PortNumber(80)
+	ref := func(name string, weight int32) gw.HTTPBackendRef {
+		return gw.HTTPBackendRef{BackendRef: gw.BackendRef{Weight: &weight,
+			BackendObjectReference: gw.BackendObjectReference{Name: gw.ObjectName(name), Port: &port}}}
+	}
+	route := func(name, host string, refs ...gw.HTTPBackendRef) {
+		t.Helper()
+		_, err := api.HTTPRoutes(ns).Create(ctx, &gw.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: gw.HTTPRouteSpec{
+				CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge"}}},
+				Hostnames:       []gw.Hostname{gw.Hostname(host)},
+				Rules:           []gw.HTTPRouteRule{{BackendRefs: refs}},
+			},
+		}, metav1.CreateOptions{})
+		e.must(err)
+	}
+	route("good-1", "one.example.com", ref("web", 1))
+	// Half of it goes to a Service that does not exist.
+	route("bad", "bad.example.com", ref("web", 1), ref("missing", 1))
+	route("good-2", "two.example.com", ref("fallback", 1))
+
+	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
+	proxy := e.gatewayAs(node, "edge-wayfinder", ns)
+	web, fallback := e.cluster("web"), e.cluster("fallback")
+	s := waitFor(t, proxy, "all three virtual hosts", func(s adsc.State) bool {
+		return virtualHost(s, "one.example.com", web) && virtualHost(s, "two.example.com", fallback) &&
+			hasVirtualHost(s, "http.80", "bad.example.com:80")
+	})
+	for _, vh := range s.Routes["http.80"].GetVirtualHosts() {
+		if vh.GetName() != "bad.example.com:80" {
+			continue
+		}
+		a := vh.GetRoutes()[0].GetRoute()
+		wc := a.GetWeightedClusters().GetClusters()
+		if len(wc) != 2 || wc[0].GetName() != web || wc[1].GetName() != "gateway-api-invalid-backend" ||
+			a.GetClusterNotFoundResponseCode().String() != "INTERNAL_SERVER_ERROR" {
+			t.Errorf("the invalid route's missing backend does not answer its share with a 500: %v", a)
+		}
+	}
+	eventually(t, "HTTPRoute bad ResolvedRefs BackendNotFound", func() (string, bool) {
+		r, err := api.HTTPRoutes(ns).Get(ctx, "bad", metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), false
+		}
+		if len(r.Status.Parents) != 1 {
+			return fmt.Sprintf("parents %+v", r.Status.Parents), false
+		}
+		d1, ok1 := condIs(r.Status.Parents[0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+		d2, ok2 := condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
+		return d1 + "; " + d2, ok1 && ok2 && strings.Contains(d2, "backendRefs[1]")
+	})
+	for _, good := range []string{"good-1", "good-2"} {
+		eventually(t, "HTTPRoute "+good+" ResolvedRefs", func() (string, bool) {
+			r, err := api.HTTPRoutes(ns).Get(ctx, good, metav1.GetOptions{})
+			if err != nil || len(r.Status.Parents) != 1 {
+				return fmt.Sprintf("%v %+v", err, r.Status.Parents), false
+			}
+			return condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs")
+		})
+	}
+	var cz struct {
+		Errors []struct {
+			Source  string `json:"source"`
+			Field   string `json:"field"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	raw := e.getJSON("/debug/configz", &cz)
+	named := false
+	for _, er := range cz.Errors {
+		if er.Source == "HTTPRoute "+ns+"/good-1" || er.Source == "HTTPRoute "+ns+"/good-2" {
+			t.Errorf("/debug/configz reports a valid route: %+v", er)
+		}
+		named = named || (er.Source == "HTTPRoute "+ns+"/bad" && er.Field == "spec.rules[0].backendRefs[1]" && strings.Contains(er.Message, "BackendNotFound"))
+	}
+	if !named {
+		t.Errorf("/debug/configz does not name HTTPRoute %s/bad spec.rules[0].backendRefs[1]: %s", ns, raw)
+	}
+}
