@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	networking "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
@@ -273,9 +276,10 @@ func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
 }
 
 // An invalid HTTPRoute among valid ones attached to the same listener:
-// the valid ones are still served; the invalid one's share answers 500
-// (its backend does not exist), its status says BackendNotFound, and
-// /debug/configz names it and the field.
+// the valid ones (one to a ServiceEntry host, kind Hostname) are still
+// served; the invalid one's share answers 500 (its backend does not
+// exist), its status says BackendNotFound, and /debug/configz names it and
+// the field.
 func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 	e, gwc, className := gatewayAPIEnv(t, "gwinvalid")
 	ns := e.ns
@@ -308,13 +312,26 @@ func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 	// Half of it goes to a Service that does not exist.
 	route("bad", "bad.example.com", ref("web", 1), ref("missing", 1))
 	route("good-2", "two.example.com", ref("fallback", 1))
+	istio, err := istioclient.NewForConfig(e.cluster_.RESTConfig())
+	e.must(err)
+	_, err = istio.NetworkingV1().ServiceEntries(ns).Create(ctx, &networkingv1.ServiceEntry{
+		ObjectMeta: metav1.ObjectMeta{Name: "api"},
+		Spec: networking.ServiceEntry{Hosts: []string{"api.external.example"}, Resolution: networking.ServiceEntry_STATIC,
+			Ports:     []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
+			Endpoints: []*networking.WorkloadEntry{{Address: "127.0.0.1"}}},
+	}, metav1.CreateOptions{})
+	e.must(err)
+	hostname := ref("api.external.example", 1)
+	hostname.Group, hostname.Kind = ptrTo(gw.Group(gateway.IstioGroup)), ptrTo(gw.Kind(gateway.HostnameKind))
+	route("good-3", "three.example.com", hostname)
 
 	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
 	proxy := e.gatewayAs(node, "edge-wayfinder", ns)
 	web, fallback := e.cluster("web"), e.cluster("fallback")
 	s := waitFor(t, proxy, "all three virtual hosts", func(s adsc.State) bool {
 		return virtualHost(s, "one.example.com", web) && virtualHost(s, "two.example.com", fallback) &&
-			hasVirtualHost(s, "http.80", "bad.example.com:80")
+			virtualHost(s, "three.example.com", "outbound|80||api.external.example") &&
+			s.Clusters["outbound|80||api.external.example"] != nil && hasVirtualHost(s, "http.80", "bad.example.com:80")
 	})
 	for _, vh := range s.Routes["http.80"].GetVirtualHosts() {
 		if vh.GetName() != "bad.example.com:80" {
@@ -339,7 +356,7 @@ func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 		d2, ok2 := condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
 		return d1 + "; " + d2, ok1 && ok2 && strings.Contains(d2, "backendRefs[1]")
 	})
-	for _, good := range []string{"good-1", "good-2"} {
+	for _, good := range []string{"good-1", "good-2", "good-3"} {
 		eventually(t, "HTTPRoute "+good+" ResolvedRefs", func() (string, bool) {
 			r, err := api.HTTPRoutes(ns).Get(ctx, good, metav1.GetOptions{})
 			if err != nil || len(r.Status.Parents) != 1 {
@@ -358,7 +375,7 @@ func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 	raw := e.getJSON("/debug/configz", &cz)
 	named := false
 	for _, er := range cz.Errors {
-		if er.Source == "HTTPRoute "+ns+"/good-1" || er.Source == "HTTPRoute "+ns+"/good-2" {
+		if strings.HasPrefix(er.Source, "HTTPRoute "+ns+"/good-") {
 			t.Errorf("/debug/configz reports a valid route: %+v", er)
 		}
 		named = named || (er.Source == "HTTPRoute "+ns+"/bad" && er.Field == "spec.rules[0].backendRefs[1]" && strings.Contains(er.Message, "BackendNotFound"))
