@@ -54,7 +54,8 @@ type ControllerOptions struct {
 // Controller is a Kubernetes config source: it watches GatewayClasses,
 // Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes and
 // ReferenceGrants (those whose CRD is installed), the Services backends
-// name and the Namespaces allowedRoutes selectors read, converts
+// name, the ServiceEntries Hostname backends name (with an Istio client
+// and their CRD served) and the Namespaces allowedRoutes selectors read, converts
 // everything (Convert) on every change, and tells registered handlers
 // which generated Gateways and VirtualServices were added, updated or
 // deleted, through the shared queue like every other source.
@@ -234,7 +235,7 @@ func (c *Controller) watch() error {
 			}
 		}
 		if useSEs {
-			list, err := c.watchServiceEntries(ns)
+			list, err := c.watchServiceEntries(ns, specChanged)
 			if err != nil {
 				return err
 			}

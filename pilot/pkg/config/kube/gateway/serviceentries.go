@@ -4,6 +4,7 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
@@ -30,12 +31,13 @@ func (c *Controller) istioServiceEntriesServed() bool {
 
 // watchServiceEntries watches the ServiceEntries of ns ("" for all) that
 // backendRefs of kind Hostname name, when an Istio client is given and the
-// CRD is served, and returns how to list them.
-func (c *Controller) watchServiceEntries(ns string) (func() ([]*istionetworkingv1.ServiceEntry, error), error) {
+// CRD is served, and returns how to list them. h is the spec-change
+// handler: the Istio status writer's updates convert nothing again.
+func (c *Controller) watchServiceEntries(ns string, h cache.ResourceEventHandler) (func() ([]*istionetworkingv1.ServiceEntry, error), error) {
 	f := istioinformers.NewSharedInformerFactoryWithOptions(c.opts.Istio, 0, istioinformers.WithNamespace(ns))
 	c.factories = append(c.factories, f)
 	inf := f.Networking().V1().ServiceEntries()
-	if err := c.Watch("ServiceEntries in "+generated.NamespaceName(ns), inf.Informer(), c.OnAnyChange()); err != nil {
+	if err := c.Watch("ServiceEntries in "+generated.NamespaceName(ns), inf.Informer(), h); err != nil {
 		return nil, err
 	}
 	return func() ([]*istionetworkingv1.ServiceEntry, error) { return inf.Lister().List(labels.Everything()) }, nil
