@@ -17,7 +17,7 @@ func gatewayAPISource(c KubeClients, domainSuffix string) (*gateway.Controller, 
 		return nil, fmt.Errorf("gateway API client: %w", err)
 	}
 	return gateway.NewController(gateway.ControllerOptions{
-		Client: client, Kube: c.Kube, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
+		Client: client, Kube: c.Kube, Istio: c.Istio, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
 		Convert: gateway.Options{DomainSuffix: domainSuffix},
 	})
 }

@@ -81,6 +81,9 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.Registries = []model.ServiceDiscovery{kube.registry}
 		xopts.Secrets = kube.secrets
 		xopts.SecretAuthorizer = kube.secretAuthorizer()
+		if kube.gatewayAPI != nil {
+			xopts.GatewaySecretGrants = kube.gatewayAPI
+		}
 	} else {
 		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval,
 			Settle: opts.ConfigSettle, EmptyGrace: opts.ConfigEmptyGrace, Logger: opts.Logger})

@@ -16,10 +16,13 @@ import (
 // that asks for it; "kubernetes://NAMESPACE/NAME" names the namespace.
 const (
 	KubernetesSecretPrefix = "kubernetes://"
-	// kubernetesGatewayPrefix is the Gateway API form Istio serves only to
-	// references a ReferenceGrant verified; Wayfinder reads no Gateway API.
-	kubernetesGatewayPrefix = "kubernetes-gateway://"
-	builtinPrefix           = "builtin://"
+	// KubernetesGatewaySecretPrefix is the form the Gateway API
+	// conversion writes for a listener's certificateRef, as istiod does:
+	// "kubernetes-gateway://NAMESPACE/NAME". Such a Secret of another
+	// namespace is authorized by a ReferenceGrant (SecretScope.Grants),
+	// never by the SecretAuthorizer.
+	KubernetesGatewaySecretPrefix = "kubernetes-gateway://"
+	builtinPrefix                 = "builtin://"
 )
 
 // Credential is a tls.credentialName as written in a Gateway server,
@@ -40,6 +43,10 @@ type Credential struct {
 	Namespace string
 	// Name is the Secret's name.
 	Name string
+	// GatewayAPI marks the kubernetes-gateway:// form: a Secret of another
+	// namespace is sent only where the Gateway API allows it (see
+	// SecretScope.For).
+	GatewayAPI bool
 }
 
 // IsZero reports whether c names nothing (the server uses certificate files).
@@ -62,21 +69,24 @@ func (c Credential) Resolve(proxyNS string) SecretRef {
 
 // ParseCredentialName reads a credentialName the way istiod does: "NAME"
 // and "kubernetes://NAME" are the proxy's namespace's Secret NAME;
-// "NAMESPACE/NAME" and "kubernetes://NAMESPACE/NAME" are NAMESPACE's.
-// Istio's other forms (kubernetes-gateway://, builtin://) are errors.
+// "NAMESPACE/NAME" and "kubernetes://NAMESPACE/NAME" are NAMESPACE's;
+// "kubernetes-gateway://NAMESPACE/NAME" is NAMESPACE's too, authorized as
+// the Gateway API authorizes it (Credential.GatewayAPI). builtin:// is an
+// error.
 func ParseCredentialName(s string) (Credential, error) {
+	prefix, gatewayAPI := KubernetesSecretPrefix, false
 	switch {
-	case strings.HasPrefix(s, kubernetesGatewayPrefix):
-		return Credential{}, fmt.Errorf("credentialName %q: %s secrets belong to the Gateway API, which is not served; use %sNAMESPACE/NAME", s, kubernetesGatewayPrefix, KubernetesSecretPrefix)
+	case strings.HasPrefix(s, KubernetesGatewaySecretPrefix):
+		prefix, gatewayAPI = KubernetesGatewaySecretPrefix, true
 	case strings.HasPrefix(s, builtinPrefix):
 		return Credential{}, fmt.Errorf("credentialName %q: %s (the workload's own certificate) is not served", s, builtinPrefix)
 	}
-	rest := strings.TrimPrefix(s, KubernetesSecretPrefix)
-	c := Credential{ResourceName: KubernetesSecretPrefix + rest, Name: rest}
+	rest := strings.TrimPrefix(s, prefix)
+	c := Credential{ResourceName: prefix + rest, Name: rest, GatewayAPI: gatewayAPI}
 	if ns, name, ok := strings.Cut(rest, "/"); ok {
 		c.Namespace, c.Name = ns, name
 		if ns == "" || name == "" || strings.Contains(name, "/") {
-			return Credential{}, fmt.Errorf("credentialName %q: want NAME, NAMESPACE/NAME or %sNAMESPACE/NAME", s, KubernetesSecretPrefix)
+			return Credential{}, fmt.Errorf("credentialName %q: want NAME, NAMESPACE/NAME or %sNAMESPACE/NAME", s, prefix)
 		}
 	}
 	if c.Name == "" {
@@ -96,6 +106,15 @@ type SecretAuthorizer interface {
 	CanGetSecret(id Identity, ref SecretRef) (ok bool, reason string)
 }
 
+// GatewaySecretGrants answers for the Gateway API whether the Gateways of
+// a namespace may use a Secret of another namespace: a Gateway of that
+// namespace names it in a listener's certificateRefs and a ReferenceGrant
+// in the Secret's namespace allows it. The Gateway API conversion computes
+// it; it never answers for a Secret no Gateway references.
+type GatewaySecretGrants interface {
+	GatewayMayUse(gatewayNamespace string, ref SecretRef) bool
+}
+
 // SecretScope is whom the SDS secrets of one gateway configuration are
 // for: the proxies of one verified identity. Secrets are resolved in its
 // namespace and each is checked against the rule in Refusal.
@@ -105,6 +124,22 @@ type SecretScope struct {
 	Identity *Identity
 	// Authorizer answers for Secrets of other namespaces; nil refuses them.
 	Authorizer SecretAuthorizer
+	// Grants answer for kubernetes-gateway:// Secrets of other namespaces;
+	// nil refuses them.
+	Grants GatewaySecretGrants
+	// gatewayAPI is set by For on the scope of a kubernetes-gateway://
+	// credential.
+	gatewayAPI bool
+}
+
+// For is the scope that authorizes the Secrets of credential c: for the
+// kubernetes-gateway:// form a Secret of another namespace is authorized
+// by Grants alone (the Gateway API's ReferenceGrant), not by the
+// Authorizer; for the others by the Authorizer alone, so a ReferenceGrant
+// never widens what Istio config may name.
+func (s SecretScope) For(c Credential) SecretScope {
+	s.gatewayAPI = c.GatewayAPI
+	return s
 }
 
 // Namespace is the namespace credentialNames without one resolve in.
@@ -133,6 +168,11 @@ func (s SecretScope) Refusal(ref SecretRef) string {
 		return "key material is only sent to authenticated proxies (secure port)"
 	case ref.Namespace == s.Identity.Namespace:
 		return ""
+	case s.gatewayAPI:
+		if s.Grants != nil && s.Grants.GatewayMayUse(s.Identity.Namespace, ref) {
+			return ""
+		}
+		return fmt.Sprintf("the Secret is not in the proxy's namespace %s, and no Gateway of that namespace references it with a ReferenceGrant of namespace %s allowing it", s.Identity.Namespace, ref.Namespace)
 	case s.Authorizer == nil:
 		return fmt.Sprintf("the Secret is not in the proxy's namespace %s and no authorizer can grant ServiceAccount %s/%s access to it", s.Identity.Namespace, s.Identity.Namespace, s.Identity.ServiceAccount)
 	}
@@ -157,21 +197,25 @@ func (s SecretScope) Refusal(ref SecretRef) string {
 func ScopedGatewayGroupKey(gws []config.Config, scope SecretScope, upstream []Credential) string {
 	key := GatewayGroupKey(gws)
 	uses, crossNS := false, false
-	note := func(c Credential) {
+	note := func(c Credential, byGrant bool) {
 		uses = true
-		if c.Namespace != "" && c.Namespace != scope.Namespace() {
+		if c.Namespace != "" && c.Namespace != scope.Namespace() && !byGrant {
 			crossNS = true
 		}
 	}
 	for _, gw := range gws {
 		for _, c := range gatewayCredentials(gw) {
-			note(c)
+			// A ReferenceGrant authorizes a namespace's Gateways,
+			// whatever their ServiceAccount: the namespace in the key is
+			// enough (SecretScope.For).
+			note(c, c.GatewayAPI)
 		}
 	}
 	if len(gws) > 0 {
 		// Proxies no Gateway selects are served no upstream secrets.
+		// Upstream credentials are always authorized by the Authorizer.
 		for _, c := range upstream {
-			note(c)
+			note(c, false)
 		}
 	}
 	switch {

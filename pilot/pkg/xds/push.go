@@ -210,7 +210,7 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 		// ServiceAccount, authenticated or not), so proxies entitled to
 		// different Secrets never share a view, and those entitled to the
 		// same share one translation.
-		scope := model.SecretScope{Identity: p.Identity, Authorizer: s.authz}
+		scope := model.SecretScope{Identity: p.Identity, Authorizer: s.authz, Grants: s.grants}
 		key := model.ScopedGatewayGroupKey(gws, scope, st.upstream)
 		if g, ok := st.groups[key]; ok {
 			if !g.secretsFor(p.Identity) {

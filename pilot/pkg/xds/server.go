@@ -54,6 +54,10 @@ type Options struct {
 	// of a proxy's own namespace need no authorizer, and a proxy without a
 	// verified identity gets none.
 	SecretAuthorizer model.SecretAuthorizer
+	// GatewaySecretGrants authorize kubernetes-gateway:// Secrets of
+	// another namespace (the Gateway API's ReferenceGrants); nil refuses
+	// them.
+	GatewaySecretGrants model.GatewaySecretGrants
 	// Replica names this server (its pod name) in /debug/version.
 	Replica string
 	// DebugAuth, when set, authenticates debug requests (Kubernetes mode):
@@ -77,6 +81,7 @@ type DiscoveryServer struct {
 	replica    string
 	gen        Generator
 	authz      model.SecretAuthorizer
+	grants     model.GatewaySecretGrants
 	log        *slog.Logger
 	clock      clock.WithTicker
 	metrics    *metrics
@@ -160,6 +165,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		replica:       opts.Replica,
 		gen:           opts.Generator,
 		authz:         opts.SecretAuthorizer,
+		grants:        opts.GatewaySecretGrants,
 		log:           opts.Logger,
 		clock:         opts.Clock,
 		firstPushDone: make(chan struct{}),

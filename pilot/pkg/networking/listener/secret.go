@@ -99,18 +99,20 @@ func (b *secretBuilder) usable(s model.GatewayServer, c model.Credential) bool {
 }
 
 // verdict returns resource's verdict, computing it with load the first
-// time. Nothing is read for an unauthenticated scope.
-func (b *secretBuilder) verdict(resource string, c model.Credential, load func(string, model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef)) verdict {
+// time. Nothing is read for an unauthenticated scope. Each Secret read is
+// checked with the refusal of the credential's scope (SecretScope.For).
+func (b *secretBuilder) verdict(resource string, c model.Credential, load func(string, model.SecretRef, func(model.SecretRef) string) (*tlsv3.Secret, string, string, model.SecretRef)) verdict {
 	if v, ok := b.verdicts[resource]; ok {
 		return v
 	}
-	v := verdict{ref: c.Resolve(b.scope.Namespace())}
-	if b.scope.Identity == nil {
-		v.refusal = b.scope.Refusal(v.ref)
+	scope := b.scope.For(c)
+	v := verdict{ref: c.Resolve(scope.Namespace())}
+	if scope.Identity == nil {
+		v.refusal = scope.Refusal(v.ref)
 	} else {
 		var sec *tlsv3.Secret
 		var refused model.SecretRef
-		sec, v.problem, v.refusal, refused = load(resource, v.ref)
+		sec, v.problem, v.refusal, refused = load(resource, v.ref, scope.Refusal)
 		if v.refusal != "" && refused != (model.SecretRef{}) {
 			// The Secret refused is the one the resource was to be read
 			// from (a CA's may be NAME-cacert).
@@ -126,21 +128,21 @@ func (b *secretBuilder) verdict(resource string, c model.Credential, load func(s
 
 // loadCert reads the certificate and key; a missing Secret needs no
 // SubjectAccessReview, so the refusal is asked only of one that exists.
-func (b *secretBuilder) loadCert(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef) {
+func (b *secretBuilder) loadCert(resource string, ref model.SecretRef, refusal func(model.SecretRef) string) (*tlsv3.Secret, string, string, model.SecretRef) {
 	sec, problem := LoadKeyPair(resource, ref, b.store)
 	if problem != "" {
 		return nil, problem, "", model.SecretRef{}
 	}
-	if why := b.scope.Refusal(ref); why != "" {
+	if why := refusal(ref); why != "" {
 		return nil, "", why, ref
 	}
 	return sec, "", "", model.SecretRef{}
 }
 
 // loadCA reads the CA bundle (and CRL) that goes with credential ref; the
-// Secret it is read from is checked with the scope's refusal.
-func (b *secretBuilder) loadCA(resource string, ref model.SecretRef) (*tlsv3.Secret, string, string, model.SecretRef) {
-	return CASecret(resource, ref, b.store, b.scope.Refusal)
+// Secret it is read from is checked with refusal.
+func (b *secretBuilder) loadCA(resource string, ref model.SecretRef, refusal func(model.SecretRef) string) (*tlsv3.Secret, string, string, model.SecretRef) {
+	return CASecret(resource, ref, b.store, refusal)
 }
 
 // check reports a refused or unusable verdict for server s (of its CA

@@ -169,6 +169,13 @@ func translateRouteAction(ctx routeContext, in *networking.HTTPRoute, out *route
 		action.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
 	}
 
+	if namesInvalidBackend(dsts) {
+		// The Gateway API's share of invalid backends: the cluster is
+		// never generated, and Envoy answers it with this code (see
+		// model.InvalidBackendHost).
+		action.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
+	}
+
 	action.RetryPolicy = translateRetries(in.GetRetries(), consistentHash, field+".retries", p)
 
 	if m := in.GetMirror(); m != nil {
@@ -268,6 +275,10 @@ func (d resolvedDestination) hashPolicy(push *model.PushContext) *routev3.RouteA
 }
 
 func resolveDestination(ctx routeContext, dst *networking.Destination, field string, p *problems) resolvedDestination {
+	if dst.GetHost() == model.InvalidBackendHost {
+		// Never looked up: see model.InvalidBackendHost.
+		return resolvedDestination{cluster: model.InvalidBackendCluster}
+	}
 	host := ResolveShortname(dst.GetHost(), ctx.vs.Namespace)
 	if host == "" {
 		p.errorf(field+".host", "is required")
@@ -293,6 +304,17 @@ func resolveDestination(ctx routeContext, dst *networking.Destination, field str
 		p.errorf(field+".subset", "subset %q is not defined by any DestinationRule for host %s", s, host)
 	}
 	return resolvedDestination{cluster: model.ClusterName(port, dst.GetSubset(), host), host: host, port: port, subset: dst.GetSubset()}
+}
+
+// namesInvalidBackend reports whether a destination with traffic is
+// model.InvalidBackendHost.
+func namesInvalidBackend(dsts []*networking.HTTPRouteDestination) bool {
+	for _, d := range dsts {
+		if d.GetDestination().GetHost() == model.InvalidBackendHost && (d.GetWeight() > 0 || len(dsts) == 1) {
+			return true
+		}
+	}
+	return false
 }
 
 // mirrorPercent is the share of traffic the single mirror gets: all of it

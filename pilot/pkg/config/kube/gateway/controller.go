@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +36,9 @@ type ControllerOptions struct {
 	// Kube reads Services and Namespaces, and discovers which Gateway API
 	// kinds the API server serves. Required.
 	Kube kubernetes.Interface
+	// Istio, when set, reads the ServiceEntries backendRefs of kind
+	// Hostname name (when their CRD is served); nil finds no host.
+	Istio istioclient.Interface
 	// Namespaces limits the watch of namespaced kinds; empty is all.
 	Namespaces []string
 	// Queue carries events to handlers: the control plane's shared queue,
@@ -49,7 +54,8 @@ type ControllerOptions struct {
 // Controller is a Kubernetes config source: it watches GatewayClasses,
 // Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes and
 // ReferenceGrants (those whose CRD is installed), the Services backends
-// name and the Namespaces allowedRoutes selectors read, converts
+// name, the ServiceEntries Hostname backends name (with an Istio client
+// and their CRD served) and the Namespaces allowedRoutes selectors read, converts
 // everything (Convert) on every change, and tells registered handlers
 // which generated Gateways and VirtualServices were added, updated or
 // deleted, through the shared queue like every other source.
@@ -67,6 +73,8 @@ type Controller struct {
 	factories []generated.Factory
 	// status is the status computed by the last conversion (guarded by mu).
 	status Status
+	// secretGrants are the last conversion's (guarded by mu).
+	secretGrants SecretGrants
 }
 
 // lists reads the informers' caches; a nil func is a kind not watched.
@@ -78,6 +86,7 @@ type lists struct {
 	tlsRoutes  []func() ([]*gw.TLSRoute, error)
 	tcpRoutes  []func() ([]*gw.TCPRoute, error)
 	grants     []func() ([]*gw.ReferenceGrant, error)
+	seList     []func() ([]*istionetworkingv1.ServiceEntry, error)
 	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
 	namespaces listerscorev1.NamespaceLister
 }
@@ -85,6 +94,7 @@ type lists struct {
 var (
 	_ model.ConfigStoreController = (*Controller)(nil)
 	_ model.ConfigErrorReporter   = (*Controller)(nil)
+	_ model.GatewaySecretGrants   = (*Controller)(nil)
 )
 
 // NewController checks its options; nothing is watched before Run.
@@ -176,6 +186,7 @@ func (c *Controller) watch() error {
 		// Nothing can be served: no informer, nothing to wait for.
 		return nil
 	}
+	useSEs := c.opts.Istio != nil && c.istioServiceEntriesServed()
 	for _, ns := range namespaces {
 		f := gwinformers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0, gwinformers.WithNamespace(ns))
 		kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
@@ -222,6 +233,13 @@ func (c *Controller) watch() error {
 			if err := c.Watch("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return err
 			}
+		}
+		if useSEs {
+			list, err := c.watchServiceEntries(ns, specChanged)
+			if err != nil {
+				return err
+			}
+			l.seList = append(l.seList, list)
 		}
 		svc := kf.Core().V1().Services()
 		l.services[ns] = svc.Lister()
@@ -281,6 +299,11 @@ func (c *Controller) input() (Input, error) {
 	if in.ReferenceGrants, err = listAll(l.grants); err != nil {
 		return in, err
 	}
+	ses, err := listAll(l.seList)
+	if err != nil {
+		return in, err
+	}
+	in.ServiceEntries = serviceEntryConfigs(ses)
 	in.Services = func(namespace, name string) *corev1.Service {
 		sl, ok := l.services[namespace]
 		if !ok {
@@ -335,11 +358,23 @@ func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	cfgs, errs := res.Configs, res.Errors
 	c.mu.Lock()
 	c.status = res.Status
+	c.secretGrants = res.SecretGrants
 	c.mu.Unlock()
 	for _, e := range errs {
 		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
 	}
 	return cfgs, errs, nil
+}
+
+// GatewayMayUse answers from the last conversion whether the Gateways of
+// gatewayNamespace may use Secret ref of another namespace (see
+// SecretGrants). It is set together with the generated config, before the
+// handlers hear of it: a grant removed is refused from then on, and the
+// listener naming the Secret leaves with the same conversion.
+func (c *Controller) GatewayMayUse(gatewayNamespace string, ref model.SecretRef) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.secretGrants.GatewayMayUse(gatewayNamespace, ref)
 }
 
 // Run discovers the served kinds, starts their informers, queues the first

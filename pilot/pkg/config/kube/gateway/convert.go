@@ -44,6 +44,10 @@ type Input struct {
 	Namespaces func(name string) map[string]string
 	// Services looks up a Service; nil means there is none.
 	Services func(namespace, name string) *corev1.Service
+	// ServiceEntries are the Istio ServiceEntries (Spec
+	// *networking.ServiceEntry), which backendRefs of kind Hostname
+	// (group networking.istio.io) name by host.
+	ServiceEntries []config.Config
 }
 
 // Options tune conversion.
@@ -84,10 +88,11 @@ type listener struct {
 }
 
 type converter struct {
-	in     Input
-	opts   Options
-	errs   []*config.Error
-	grants *grants
+	in      Input
+	opts    Options
+	errs    []*config.Error
+	grants  *grants
+	seHosts hostIndex
 	// listeners of handled Gateways, by "namespace/name" of the Gateway.
 	listeners map[string][]*listener
 	hosts     map[hostKey]*hostRoutes
@@ -121,7 +126,7 @@ func Convert(in Input, opts Options) ([]config.Config, []*config.Error) {
 }
 
 func convert(in Input, opts Options) ([]config.Config, []*config.Error, *recorder) {
-	c := &converter{in: in, opts: opts.withDefaults(), grants: newGrants(in.ReferenceGrants),
+	c := &converter{in: in, opts: opts.withDefaults(), grants: newGrants(in.ReferenceGrants), seHosts: newHostIndex(in.ServiceEntries),
 		listeners: map[string][]*listener{}, hosts: map[hostKey]*hostRoutes{}, st: newRecorder()}
 	classes := c.handledClasses()
 	var out []config.Config
@@ -263,9 +268,12 @@ func (c *converter) server(g *gw.Gateway, l gw.Listener, field string) *networki
 	return s
 }
 
-// certificate returns the Secret an HTTPS listener terminates with. A
-// Secret of another namespace needs a ReferenceGrant; even with one it is
-// not served yet, since the SDS seam reads a Gateway's own namespace only.
+// certificate returns the credentialName of the Secret a listener
+// terminates with. A Secret of another namespace needs a ReferenceGrant
+// there; with one it is named "kubernetes-gateway://NAMESPACE/NAME", as
+// istiod names it, and recorded in the SecretGrants that authorize sending
+// it to the proxies of the Gateway's namespace (a Secret of the Gateway's
+// own namespace keeps its plain name).
 func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (string, bool) {
 	src := Source("Gateway", g)
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
@@ -289,17 +297,16 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 		return "", false
 	}
 	ns := deref(ref.Namespace, gw.Namespace(g.Namespace))
-	if string(ns) != g.Namespace {
-		if !c.grants.allowed("Gateway", g.Namespace, "", "Secret", string(ns), string(ref.Name)) {
-			c.errorf(src, f, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); listener skipped", ns, ref.Name)
-			c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
-			return "", false
-		}
-		c.errorf(src, f, "Secret %s/%s is allowed by a ReferenceGrant, but certificates from another namespace are not served yet; listener skipped", ns, ref.Name)
-		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "certificates from another namespace (Secret %s/%s) are not served yet", ns, ref.Name)
+	if string(ns) == g.Namespace {
+		return string(ref.Name), true
+	}
+	if !c.grants.allowed("Gateway", g.Namespace, "", "Secret", string(ns), string(ref.Name)) {
+		c.errorf(src, f, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); listener skipped", ns, ref.Name)
+		c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
 		return "", false
 	}
-	return string(ref.Name), true
+	c.st.secrets.add(g.Namespace, model.SecretRef{Namespace: string(ns), Name: string(ref.Name)})
+	return model.KubernetesGatewaySecretPrefix + string(ns) + "/" + string(ref.Name), true
 }
 
 // namespaceAllowed reports whether a route in namespace ns may attach to l.

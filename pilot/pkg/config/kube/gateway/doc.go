@@ -92,7 +92,23 @@
 // piece of the element-wise prefix, see match.go; ReplaceFullPath as a
 // regex rewrite of the whole path), RequestMirror onto
 // mirrors; backendRefs to Services become weighted destinations
-// NAME.NAMESPACE.svc.SUFFIX; timeouts.request becomes the route timeout.
+// NAME.NAMESPACE.svc.SUFFIX, and backendRefs of kind Hostname (group
+// networking.istio.io, istiod's) the ServiceEntry host they name (see
+// hostname.go); timeouts.request becomes the route timeout.
+//
+// # Certificates of another namespace
+//
+// A listener's certificateRef to a Secret of another namespace is served
+// only with a ReferenceGrant there from Gateways of the Gateway's
+// namespace. The server then names it "kubernetes-gateway://NS/NAME", as
+// istiod does, and the conversion records the (Gateway namespace, Secret)
+// pair in SecretGrants (secretgrants.go). The xDS server hands those to
+// model.SecretScope.Grants: a kubernetes-gateway:// Secret of another
+// namespace is sent to the verified proxies of a namespace only if the
+// pair is there, never on a SubjectAccessReview, while the Istio forms
+// keep the SubjectAccessReview rule alone. The Controller replaces the
+// pairs with each conversion, so a deleted grant refuses the Secret from
+// the conversion that also takes the listener away.
 //
 // # Refusals
 //
@@ -101,7 +117,12 @@
 // ReferenceGrant, a Service that does not exist, an unsupported filter or
 // kind) is reported as a config.Error naming the object and the field,
 // and everything else is still converted. A rule whose backends are all
-// refused answers 500, as the specification asks. Every converted route
+// refused answers 500, as the specification asks; among usable ones, the
+// refused backends' summed weight goes to one destination
+// model.InvalidBackendHost, which the route translator turns into the
+// never-generated cluster model.InvalidBackendCluster with
+// cluster_not_found_response_code 500: those requests get a 500 and the
+// valid backends keep their share. Every converted route
 // and listener is validated as the store validates Istio config (check.go)
 // before it joins a VirtualService shared with other routes, so a regex
 // that does not compile leaves out its own match, not its neighbours'.
@@ -127,10 +148,8 @@
 // # Not yet
 //
 // Status addresses, automated
-// deployment of the gateway proxies, file mode, certificates of another
-// namespace (even with a ReferenceGrant: the SDS seam reads a Gateway's own
-// namespace), backends that are ServiceEntries, a 500 for the share of an
-// invalid backend among valid ones (its weight goes to the others), and
-// Gateway API kinds whose CRD is installed after start (picked up at the
-// next restart).
+// deployment of the gateway proxies, file mode, invalid backends among
+// valid ones of TLSRoutes and TCPRoutes (their weight goes to the others:
+// a connection cannot be answered with a 500), and Gateway API kinds whose
+// CRD is installed after start (picked up at the next restart).
 package gateway

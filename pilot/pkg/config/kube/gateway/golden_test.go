@@ -20,6 +20,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/golden"
 )
@@ -79,6 +80,13 @@ func decode(t *testing.T, data []byte) input {
 			into = &corev1.Namespace{}
 		case "v1 Secret":
 			into = &corev1.Secret{}
+		case "networking.istio.io/v1 ServiceEntry":
+			ses, errs := manifest.Parse("golden", []byte(doc), manifest.Options{})
+			if len(errs) > 0 || len(ses) != 1 {
+				t.Fatalf("document %d: %v", i+1, errs)
+			}
+			in.kube.ServiceEntries = append(in.kube.ServiceEntries, ses...)
+			continue
 		default:
 			t.Fatalf("document %d: %s %s is not a golden input kind", i+1, head.APIVersion, head.Kind)
 		}
@@ -150,14 +158,14 @@ func produce(t *testing.T, file string, data []byte) []byte {
 			t.Errorf("generated %s fails validation: %v", c.Key(), err)
 		}
 	}
-	push := model.NewPushContext(memory.New(cfgs), in)
+	push := model.NewPushContext(memory.New(append(slices.Clone(cfgs), in.kube.ServiceEntries...)), in)
 	secrets := model.SecretStoreFunc(func(ns, name string) ([]byte, []byte, bool) {
 		return model.TLSKeyPair(in.secrets[ns+"/"+name])
 	})
 	// The gateway proxy as it connects on the secure port: verified in its
 	// own namespace, so its Gateways' Secrets are its to have.
 	p := proxy(t, data)
-	scope := model.SecretScope{Identity: &model.Identity{Namespace: p.Namespace, ServiceAccount: "gateway", Method: model.MethodToken}}
+	scope := model.SecretScope{Identity: &model.Identity{Namespace: p.Namespace, ServiceAccount: "gateway", Method: model.MethodToken}, Grants: conv.SecretGrants}
 	res := core.BuildGatewayWithSecrets(push, push.GatewaysForProxy(p), secrets, scope)
 	for _, r := range res.Routes {
 		if err := r.ValidateAll(); err != nil {
@@ -176,6 +184,14 @@ func produce(t *testing.T, file string, data []byte) []byte {
 		golden.Section(t, &b, "listeners", res.Listeners)
 	}
 	golden.Section(t, &b, "routes", res.Routes)
+	if strings.Contains(file, "tls") {
+		// Which Secrets the proxy is sent (names only: no key material).
+		names := []string{}
+		for _, s := range res.Secrets {
+			names = append(names, s.GetName())
+		}
+		golden.WriteYAML(t, &b, "secrets", names)
+	}
 	msgs := []string{}
 	for _, e := range append(append(errs, push.Errors...), res.Errors...) {
 		msgs = append(msgs, e.Error())

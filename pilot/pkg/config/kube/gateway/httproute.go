@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
 // httpRoute attaches one HTTPRoute and adds its rules to the hostnames of
@@ -149,14 +152,17 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 	return out, true
 }
 
-// backend resolves a reference to a Service into a destination. Another
-// namespace needs a ReferenceGrant; the Service must exist and have the
-// port.
+// backend resolves a reference to a Service (or, see hostnameBackend, to
+// a ServiceEntry host) into a destination. Another namespace needs a
+// ReferenceGrant; the Service must exist and have the port.
 func (c *converter) backend(src, ns string, ref gw.BackendObjectReference, field string) (*networking.Destination, bool) {
 	group, kind := string(deref(ref.Group, "")), string(deref(ref.Kind, "Service"))
+	if group == IstioGroup && kind == HostnameKind {
+		return c.hostnameBackend(src, ns, ref, field)
+	}
 	if group != "" || kind != "Service" {
-		c.errorf(src, field, "backend kind %s.%s is not supported, only Service (InvalidKind); backend skipped", kind, group)
-		c.st.refUnresolved(src, gw.RouteReasonInvalidKind, "%s: backend kind %s.%s is not supported, only Service", field, kind, group)
+		c.errorf(src, field, "backend kind %s.%s is not supported, only Service and Hostname.%s (InvalidKind); backend skipped", kind, group, IstioGroup)
+		c.st.refUnresolved(src, gw.RouteReasonInvalidKind, "%s: backend kind %s.%s is not supported, only Service and Hostname.%s", field, kind, group, IstioGroup)
 		return nil, false
 	}
 	bns := string(deref(ref.Namespace, gw.Namespace(ns)))
@@ -356,7 +362,12 @@ type backendIn struct {
 
 // routeTo sets out's weighted destinations from a rule's backendRefs. A
 // rule without any usable backend answers 500, as the specification asks.
+// Among usable ones, the weight of the refused backends goes to one
+// destination model.InvalidBackendHost, which Envoy answers with a 500:
+// the requests that would have gone to an invalid backend get a 500, and
+// the valid backends keep exactly their share.
 func (c *converter) routeTo(out *networking.HTTPRoute, src, ns string, refs []backendIn, field string) {
+	var invalid int64
 	for k, b := range refs {
 		bf := fmt.Sprintf("%s.backendRefs[%d]", field, k)
 		if b.filters > 0 {
@@ -368,15 +379,23 @@ func (c *converter) routeTo(out *networking.HTTPRoute, src, ns string, refs []ba
 		}
 		dest, ok := c.backend(src, ns, b.ref, bf)
 		if !ok {
+			invalid += int64(w)
 			continue
 		}
 		out.Route = append(out.Route, &networking.HTTPRouteDestination{Destination: dest, Weight: w})
 	}
-	switch len(out.Route) {
-	case 0:
+	switch {
+	case len(out.Route) == 0:
 		out.Route = nil
 		out.DirectResponse = &networking.HTTPDirectResponse{Status: 500}
-	case 1:
+		return
+	case invalid > 0:
+		// The CRD bounds each weight to 1,000,000 and a rule to 16
+		// backendRefs, so the sum fits an int32.
+		out.Route = append(out.Route, &networking.HTTPRouteDestination{
+			Destination: &networking.Destination{Host: model.InvalidBackendHost}, Weight: int32(min(invalid, math.MaxInt32))})
+	}
+	if len(out.Route) == 1 {
 		out.Route[0].Weight = 0
 	}
 }

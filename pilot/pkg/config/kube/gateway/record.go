@@ -19,6 +19,9 @@ type recorder struct {
 	parents map[string][]*parentRec
 	// refs is the first backend a route could not resolve, by Source.
 	refs map[string]*cond
+	// secrets are the Secrets of other namespaces listeners use by a
+	// ReferenceGrant.
+	secrets SecretGrants
 }
 
 // cond is a condition's outcome: a reason and a message.

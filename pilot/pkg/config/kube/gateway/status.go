@@ -35,6 +35,9 @@ type Result struct {
 	Configs []config.Config
 	Errors  []*config.Error
 	Status  Status
+	// SecretGrants authorize the kubernetes-gateway:// Secrets of other
+	// namespaces that Configs name.
+	SecretGrants SecretGrants
 }
 
 // ConvertWithStatus converts like Convert and computes the status of every
@@ -74,7 +77,7 @@ func ConvertWithStatus(in Input, opts Options, now time.Time) Result {
 	routes("GRPCRoute", objects(in.GRPCRoutes))
 	routes("TLSRoute", objects(in.TLSRoutes))
 	routes("TCPRoute", objects(in.TCPRoutes))
-	return Result{Configs: cfgs, Errors: errs, Status: st}
+	return Result{Configs: cfgs, Errors: errs, Status: st, SecretGrants: rec.secrets}
 }
 
 func objects[T metav1.Object](in []T) []metav1.Object {
