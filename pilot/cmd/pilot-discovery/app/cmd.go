@@ -90,6 +90,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.DurationVar(&opts.Debounce.MaxDelay, "debounce-max", 10*time.Second, "longest a config change waits for the quiet period")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close")
 	addLimitFlags(cmd, &opts.Limits)
+	addGatewayDeployFlags(cmd, &opts.GatewayDeploy)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	return cmd
