@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"net"
 	"slices"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
@@ -10,20 +9,20 @@ import (
 
 // addGatewayDeployer sets up the automated deployment of the proxies of
 // handled Gateways, run as part of the Istio status writer (its Lease and
-// token bucket): only the leader applies. Nil when turned off or when the
-// proxies could not reach Wayfinder (no secure ADS port).
+// token bucket): only the leader applies. Nil when turned off.
 func (m *kubeMode) addGatewayDeployer(opts Options, caPEM []byte) (status.Syncer, error) {
 	r := opts.GatewayDeploy
 	if r.Disabled || m.gatewayAPI == nil {
 		return nil, nil
 	}
 	if r.XDSAddress == "" {
-		_, port, err := net.SplitHostPort(opts.Security.SecureGRPCAddr)
-		if opts.Security.SecureGRPCAddr == "" || err != nil || port == "0" {
-			opts.Logger.Warn("Gateways are not deployed automatically: no secure ADS port for their proxies to dial (--secure-grpc-addr); give --gateway-xds-address")
-			return nil, nil
+		// The Service of manifests/base, whose port 15012 is the secure
+		// ADS port whatever address this replica listens on.
+		r.XDSAddress = "pilot-discovery." + opts.PodNamespace + ".svc:15012"
+		if opts.Security.SecureGRPCAddr == "" {
+			opts.Logger.Warn("the secure ADS port is off here (--secure-grpc-addr), yet deployed Gateway proxies dial it; give --gateway-xds-address if another server serves them",
+				"xdsAddress", r.XDSAddress)
 		}
-		r.XDSAddress = net.JoinHostPort("pilot-discovery."+opts.PodNamespace+".svc", port)
 	}
 	if len(r.RootCertPEM) == 0 {
 		r.RootCertPEM = caPEM
