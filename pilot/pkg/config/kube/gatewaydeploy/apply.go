@@ -7,17 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// applyJSON is the server-side apply body of a rendered object: the
-// object as JSON without status and without the null fields Go's types
-// carry (creationTimestamp), so the deployer owns only what it sets.
-func applyJSON(obj runtime.Object) ([]byte, error) {
-	m, err := applyMap(obj)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
-}
-
+// jsonOf is the server-side apply body of a rendered object (applyMap):
+// the object as JSON without status and without the null fields Go's
+// types carry (creationTimestamp), so the deployer owns only what it sets.
 func jsonOf(m map[string]any) ([]byte, error) { return json.Marshal(m) }
 
 func applyMap(obj runtime.Object) (map[string]any, error) {
@@ -29,7 +21,9 @@ func applyMap(obj runtime.Object) (map[string]any, error) {
 	return prune(m).(map[string]any), nil
 }
 
-// prune drops null values, recursively.
+// prune drops null values and empty objects (a Deployment's strategy:
+// the deployer leaves it to the API server's default), recursively; an
+// emptyDir volume is empty and meant.
 func prune(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -39,6 +33,9 @@ func prune(v any) any {
 				continue
 			}
 			t[k] = prune(x)
+			if m, ok := t[k].(map[string]any); ok && len(m) == 0 && k != "emptyDir" {
+				delete(t, k)
+			}
 		}
 	case []any:
 		for i, x := range t {
