@@ -118,16 +118,21 @@
 // NotAllowedByListeners, NoMatchingListenerHostname or NoMatchingParent;
 // ResolvedRefs with BackendNotFound, RefNotPermitted or InvalidKind, the
 // first refused backend's). Every condition carries its object's
-// generation. Programmed says the listeners were converted; the Gateway's
-// addresses are not reported yet (no Service is deployed for it yet). A
+// generation. Programmed says the listeners were converted and the
+// Gateway has an address: that of its Service (deployment.go: the one a
+// Hostname spec.addresses entry names, else GATEWAY-CLASS, which package
+// gatewaydeploy deploys), its load balancer's ingress IPs and hostnames,
+// else its cluster IPs, reported in status.addresses; without one it is
+// False, AddressNotAssigned. Its message starts with the controller name:
+// when a Gateway stops being ours (its class changed or was deleted), the
+// status writer recognises what it wrote and puts it back to Pending. A
 // Conflicted listener is reported but still served. The backends of a
 // route no listener accepted are resolved all the same, silently, for its
 // ResolvedRefs.
 //
 // # Not yet
 //
-// Status addresses, automated
-// deployment of the gateway proxies, file mode, certificates of another
+// File mode, certificates of another
 // namespace (even with a ReferenceGrant: the SDS seam reads a Gateway's own
 // namespace), backends that are ServiceEntries, a 500 for the share of an
 // invalid backend among valid ones (its weight goes to the others), and
