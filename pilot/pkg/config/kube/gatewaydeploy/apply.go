@@ -7,11 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// jsonOf is the server-side apply body of a rendered object (applyMap):
-// the object as JSON without status and without the null fields Go's
-// types carry (creationTimestamp), so the deployer owns only what it sets.
 func jsonOf(m map[string]any) ([]byte, error) { return json.Marshal(m) }
 
+// applyMap is the server-side apply body of a rendered object: the
+// object without status and without the null and empty fields Go's types
+// carry (creationTimestamp, strategy), so the deployer owns only what it
+// sets.
 func applyMap(obj runtime.Object) (map[string]any, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +49,6 @@ type Deployer struct {
 	log       *slog.Logger
 	factories []informers.SharedInformerFactory
 	synced    []cache.InformerSynced
-	mu        sync.RWMutex
 	listers   []kindLister
 	applies   atomic.Int64
 	deletes   atomic.Int64
@@ -225,10 +223,7 @@ func (d *Deployer) Sync(ctx context.Context, take func() bool) (int, error) {
 // no longer wants them.
 func (d *Deployer) removeUnwanted(ctx context.Context, take func() bool, want map[string]bool, keep, gateways map[types.UID]bool, seen map[string]bool) int {
 	var n int
-	d.mu.RLock()
-	listers := d.listers
-	d.mu.RUnlock()
-	for _, l := range listers {
+	for _, l := range d.listers {
 		list, err := l.list()
 		if err != nil {
 			continue
