@@ -282,6 +282,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
 	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
+	// The deployed proxies of Gateways: server-side apply and removal.
+	want = append(want, expand([]string{"apps/deployments", "/services", "/serviceaccounts", "/configmaps"}, "create", "patch", "delete")...)
+	want = append(want, expand([]string{"apps/deployments", "/serviceaccounts", "/configmaps"}, "list", "watch")...)
 	slices.Sort(want)
 	if got := grants(cr.Rules); !slices.Equal(got, want) {
 		t.Errorf("ClusterRole grants\n  %v\nwant\n  %v", got, want)
