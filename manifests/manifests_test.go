@@ -282,6 +282,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
 	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
+	// The deployed proxies of Gateways: server-side apply and removal.
+	want = append(want, expand([]string{"apps/deployments", "/services", "/serviceaccounts", "/configmaps"}, "create", "patch", "delete")...)
+	want = append(want, expand([]string{"apps/deployments", "/serviceaccounts", "/configmaps"}, "list", "watch")...)
 	slices.Sort(want)
 	if got := grants(cr.Rules); !slices.Equal(got, want) {
 		t.Errorf("ClusterRole grants\n  %v\nwant\n  %v", got, want)
@@ -481,6 +484,10 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "httproutes", Subresource: "status", Verb: "update", Namespace: "default"}, true},
 		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "gatewayclasses", Subresource: "status", Verb: "update"}, true},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: namespace}, true},
+		// Deploying the proxies of Gateways (server-side apply).
+		{authorizationv1.ResourceAttributes{Group: "apps", Resource: "deployments", Verb: "patch", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "serviceaccounts", Verb: "create", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "services", Verb: "delete", Namespace: "default"}, true},
 		// Authenticating gateways and debug callers; Secret access checks.
 		{authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true},
 		{authorizationv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, true},
@@ -495,7 +502,8 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "ingresses", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "update", Namespace: "default"}, false},
-		{authorizationv1.ResourceAttributes{Resource: "services", Verb: "delete", Namespace: "default"}, false},
+		{authorizationv1.ResourceAttributes{Resource: "pods", Verb: "delete", Namespace: "default"}, false},
+		{authorizationv1.ResourceAttributes{Resource: "services", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "create", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: "default"}, false},
 	}

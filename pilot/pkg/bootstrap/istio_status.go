@@ -12,7 +12,7 @@ import (
 // server's per-object state, and, under the same Lease and rate, of the
 // Gateway API objects Wayfinder handles. Like Ingress status it needs the pod's
 // identity for its Lease; without it nothing is written.
-func (m *kubeMode) addIstioStatus(opts Options, ds *xds.DiscoveryServer) error {
+func (m *kubeMode) addIstioStatus(opts Options, ds *xds.DiscoveryServer, caPEM []byte) error {
 	if opts.PodNamespace == "" || opts.PodName == "" {
 		opts.Logger.Info("Istio object status is not written: --pod-name and --pod-namespace are not set")
 		return nil
@@ -27,6 +27,13 @@ func (m *kubeMode) addIstioStatus(opts Options, ds *xds.DiscoveryServer) error {
 			return fmt.Errorf("gateway API status: %w", err)
 		}
 		also = append(also, g)
+		d, err := m.addGatewayDeployer(opts, caPEM)
+		if err != nil {
+			return fmt.Errorf("gateway deployment: %w", err)
+		}
+		if d != nil {
+			also = append(also, d)
+		}
 	}
 	w, err := status.NewIstio(status.IstioOptions{
 		Kube: m.clients.Kube, Istio: m.clients.Istio, Namespaces: m.clients.Namespaces, Factories: m.istioInformers,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/crdclient"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
@@ -88,6 +89,8 @@ type kubeMode struct {
 	// gatewayAPI is the Gateway API source, whose status the Istio status
 	// writer also writes.
 	gatewayAPI *gateway.Controller
+	// gatewayDeployer (nil when off) deploys the proxies of Gateways.
+	gatewayDeployer *gatewaydeploy.Deployer
 	// istioInformers are the Istio config informers, shared by the config
 	// source and the status writer.
 	istioInformers []istioinformers.SharedInformerFactory

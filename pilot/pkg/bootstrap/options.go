@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"k8s.io/client-go/rest"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	// ExtraKubeSources are further config sources for Kubernetes mode,
 	// merged with the Istio CRDs and Ingresses into one store.
 	ExtraKubeSources []KubeSource
+	// GatewayDeploy configures the automated deployment of the proxies of
+	// Gateway API Gateways (Kubernetes mode).
+	GatewayDeploy gatewaydeploy.Options
 	// Ingress configures Kubernetes Ingress support.
 	Ingress IngressOptions
 	// PodName and PodNamespace identify this replica (from the downward

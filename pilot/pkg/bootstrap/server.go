@@ -103,7 +103,7 @@ func NewServer(opts Options) (s *Server, err error) {
 	}
 	ds := xds.NewDiscoveryServer(xopts)
 	if kube != nil {
-		if err = kube.addIstioStatus(opts, ds); err != nil {
+		if err = kube.addIstioStatus(opts, ds, sec.caPEM); err != nil {
 			return nil, err
 		}
 		kube.registerStatusMetrics(registry)
@@ -244,6 +244,9 @@ func (s *Server) Run(stop context.Context) error {
 					log.Error("ingress status writer stopped", "err", err)
 				}
 			})
+		}
+		if s.kube.gatewayDeployer != nil {
+			run(func() { s.kube.gatewayDeployer.Run(ctx) })
 		}
 		if s.kube.istioStatus != nil {
 			run(func() {

@@ -94,6 +94,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.DurationVar(&opts.DrainDuration, "drain-duration", 20*time.Second, "on SIGTERM, refuse new ADS streams and close the open ones spread evenly over this, so that gateways reconnect to other replicas gradually; fits terminationGracePeriodSeconds with --shutdown-grace")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close after the drain")
 	addLimitFlags(cmd, &opts.Limits)
+	addGatewayDeployFlags(cmd, &opts.GatewayDeploy)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	return cmd

@@ -157,13 +157,15 @@ func (c *Controller) watch() error {
 		},
 		DeleteFunc: func(any) { c.Schedule() },
 	}
-	// A Service matters for whether it exists and its ports.
+	// A Service matters for whether it exists, its ports, and (a
+	// Gateway's Service) its addresses.
 	services := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.Schedule() },
 		UpdateFunc: func(o, n any) {
 			a, aok := o.(*corev1.Service)
 			b, bok := n.(*corev1.Service)
-			if !aok || !bok || !slices.EqualFunc(a.Spec.Ports, b.Spec.Ports, func(x, y corev1.ServicePort) bool { return x.Port == y.Port }) {
+			if !aok || !bok || !slices.EqualFunc(a.Spec.Ports, b.Spec.Ports, func(x, y corev1.ServicePort) bool { return x.Port == y.Port }) ||
+				!slices.EqualFunc(ServiceAddresses(a), ServiceAddresses(b), sameAddress) {
 				c.Schedule()
 			}
 		},

@@ -139,17 +139,22 @@
 // NotAllowedByListeners, NoMatchingListenerHostname or NoMatchingParent;
 // ResolvedRefs with BackendNotFound, RefNotPermitted or InvalidKind, the
 // first refused backend's). Every condition carries its object's
-// generation. Programmed says the listeners were converted; the Gateway's
-// addresses are not reported yet (no Service is deployed for it yet). A
+// generation. Programmed says the listeners were converted and the
+// Gateway has an address: that of its Service (deployment.go: the one a
+// Hostname spec.addresses entry names, else GATEWAY-CLASS, which package
+// gatewaydeploy deploys), its load balancer's ingress IPs and hostnames,
+// else its cluster IPs, reported in status.addresses; without one it is
+// False, AddressNotAssigned. Its message starts with the controller name:
+// when a Gateway stops being ours (its class changed or was deleted), the
+// status writer recognises what it wrote and puts it back to Pending. A
 // Conflicted listener is reported but still served. The backends of a
 // route no listener accepted are resolved all the same, silently, for its
 // ResolvedRefs.
 //
 // # Not yet
 //
-// Status addresses, automated
-// deployment of the gateway proxies, file mode, invalid backends among
-// valid ones of TLSRoutes and TCPRoutes (their weight goes to the others:
-// a connection cannot be answered with a 500), and Gateway API kinds whose
-// CRD is installed after start (picked up at the next restart).
+// File mode, invalid backends among valid ones of TLSRoutes and TCPRoutes
+// (their weight goes to the others: a connection cannot be answered with a
+// 500), and Gateway API kinds whose CRD is installed after start (picked up
+// at the next restart).
 package gateway

@@ -64,7 +64,8 @@ func ConvertWithStatus(in Input, opts Options, now time.Time) Result {
 		if !rec.handled[g.Namespace+"/"+g.Name] {
 			continue
 		}
-		st.Gateways[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = gatewayStatus(g, rec, t)
+		addrs, where := gatewayAddress(g, in, opts.DomainSuffix)
+		st.Gateways[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = gatewayStatus(g, rec, t, addrs, where, opts.ControllerName)
 	}
 	routes := func(kind string, objs []metav1.Object) {
 		for _, r := range objs {
@@ -97,11 +98,11 @@ func condition(typ string, ok bool, reason, msg string, gen int64, t metav1.Time
 }
 
 // gatewayStatus gives a handled Gateway Accepted and Programmed and each
-// listener its conditions. status.addresses is not written yet: the
-// Gateway's Service is not deployed by Wayfinder yet, so Programmed says
-// only that the listeners were converted and handed to the gateway
-// proxies.
-func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time) gw.GatewayStatus {
+// listener its conditions. Programmed needs both a served listener and an
+// address (addrs, from the Service where names; see deployment.go);
+// its message starts with the controller name, which tells the status
+// writer the condition is Wayfinder's when the Gateway stops being ours.
+func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time, addrs []gw.GatewayStatusAddress, where, ctrl string) gw.GatewayStatus {
 	gen := g.Generation
 	recs := rec.listeners[g.Namespace+"/"+g.Name]
 	conflicts := listenerConflicts(g.Spec.Listeners)
@@ -152,16 +153,21 @@ func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time) gw.GatewayStatus
 	default:
 		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionAccepted), false, string(gw.GatewayReasonListenersNotValid), "no listener is accepted", gen, t))
 	}
-	switch {
-	case programmed == n && n > 0:
-		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionProgrammed), true, string(gw.GatewayReasonProgrammed),
-			"listeners served to the proxies labelled "+GatewayNameLabel+"="+g.Name+"; addresses are not reported yet", gen, t))
-	case programmed > 0:
-		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionProgrammed), true, string(gw.GatewayReasonProgrammed),
-			fmt.Sprintf("%d of %d listeners served; addresses are not reported yet", programmed, n), gen, t))
-	default:
-		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionProgrammed), false, string(gw.GatewayReasonInvalid), "no listener is served", gen, t))
+	served := "listeners served to the proxies labelled " + GatewayNameLabel + "=" + g.Name
+	if programmed < n {
+		served = fmt.Sprintf("%d of %d listeners served", programmed, n)
 	}
+	switch {
+	case programmed == 0:
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionProgrammed), false, string(gw.GatewayReasonInvalid), ctrl+": no listener is served", gen, t))
+	case len(addrs) == 0:
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionProgrammed), false, string(gw.GatewayReasonAddressNotAssigned),
+			ctrl+": "+served+"; no address: "+where, gen, t))
+	default:
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionProgrammed), true, string(gw.GatewayReasonProgrammed),
+			ctrl+": "+served+"; addresses from "+where, gen, t))
+	}
+	out.Addresses = addrs
 	return out
 }
 

@@ -61,6 +61,9 @@ func statusInput(grant bool) gateway.Input {
 			if (ns == "app" && name == "web") || (ns == "shared" && name == "db") {
 				return &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 			}
+			if ns == "edge" && name == "gw-ours" { // the Gateway's deployed Service
+				return &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.7", Ports: []corev1.ServicePort{{Port: 80}}}}
+			}
 			return nil
 		},
 	}
@@ -103,6 +106,9 @@ func TestStatusComputed(t *testing.T) {
 	g := st.Gateways[types.NamespacedName{Namespace: "edge", Name: "gw"}]
 	wantCond(t, "Gateway", g.Conditions, "Accepted", metav1.ConditionTrue, "Accepted", 3)
 	wantCond(t, "Gateway", g.Conditions, "Programmed", metav1.ConditionTrue, "Programmed", 3)
+	if len(g.Addresses) != 1 || g.Addresses[0].Value != "10.0.0.7" || *g.Addresses[0].Type != gw.IPAddressType {
+		t.Errorf("addresses %+v, want the cluster IP of Service gw-ours", g.Addresses)
+	}
 	if len(g.Listeners) != 3 {
 		t.Fatalf("listeners %+v, want 3", g.Listeners)
 	}

@@ -112,7 +112,10 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 	for _, o := range in.GatewayClasses {
 		want, ok := st.GatewayClasses[o.Name]
 		if !ok {
-			continue
+			if !classWasOurs(o, ctrl) {
+				continue
+			}
+			want = gw.GatewayClassStatus{Conditions: pendingConditions(o.Generation, gw.GatewayClassConditionStatusAccepted)}
 		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
 		want.SupportedFeatures = o.Status.SupportedFeatures
@@ -126,7 +129,13 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 	for _, o := range in.Gateways {
 		want, ok := st.Gateways[keyOf(o)]
 		if !ok {
-			continue
+			if !gatewayWasOurs(o, ctrl) {
+				continue
+			}
+			// No longer ours (class changed or deleted): back to the
+			// status of a Gateway no controller has seen.
+			want = gw.GatewayStatus{Conditions: pendingConditions(o.Generation,
+				gw.GatewayClassConditionStatusAccepted, gw.GatewayClassConditionType(gw.GatewayConditionProgrammed))}
 		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
 		for i := range want.Listeners {
@@ -136,7 +145,6 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 				}
 			}
 		}
-		want.Addresses = o.Status.Addresses // not computed yet: left as they are
 		write("Gateway/"+o.Namespace+"/"+o.Name, o.ResourceVersion, apiequality.Semantic.DeepEqual(want, o.Status), func() error {
 			cp := o.DeepCopy()
 			cp.Status = want

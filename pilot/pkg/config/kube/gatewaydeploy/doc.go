@@ -1,0 +1,38 @@
+// Package gatewaydeploy deploys the proxies of Gateway API Gateways, as
+// istiod and Envoy Gateway do: for each Gateway of a class handled by
+// Wayfinder (gateway.ControllerName) it server-side applies, with field
+// manager FieldManager and force, a ServiceAccount, a ConfigMap, a
+// Deployment and a Service, all named GATEWAY-CLASS
+// (gateway.DeploymentName) in the Gateway's namespace, labelled
+// ManagedLabel and controlled by the Gateway through an ownerReference,
+// so deleting the Gateway deletes them (the garbage collector).
+//
+//   - The Deployment runs Envoy (Options.Image, DefaultImage) with the
+//     ConfigMap's bootstrap (rendered here, validated as a v3 Bootstrap):
+//     ADS over TLS to Wayfinder's secure port with a projected token of
+//     the ServiceAccount, as manifests/envoy/bootstrap-tls.yaml, Istio's
+//     node ID router~IP~POD.NAMESPACE~NAMESPACE.svc.SUFFIX from the
+//     downward API, and metadata NAMESPACE, CLUSTER_ID and LABELS. The
+//     pods are labelled gateway.networking.k8s.io/gateway-name: GATEWAY,
+//     which the converted Istio Gateways select. A new bootstrap changes
+//     a pod-template annotation, so the pods roll.
+//   - The Service (LoadBalancer unless Options.ServiceType or the
+//     Gateway's networking.istio.io/service-type say otherwise) has one
+//     port per distinct listener port; its address is the Gateway's
+//     (package gateway computes Programmed and status.addresses from it).
+//
+// A Gateway opts out with gateway.ManagedAnnotation: "false", or with a
+// spec.addresses entry of type Hostname naming a Service (istiod's
+// manual deployment); its deployed objects are then removed.
+//
+// # Who applies, and when
+//
+// The Deployer is a status.Syncer, run by the Istio status writer on each
+// of its passes (every second and on config changes) while that replica
+// holds the Lease wayfinder-istio-status, and limited by the writer's
+// token bucket: one leader applies, the others only watch. Each pass
+// compares the rendered objects with the deployed ones in label-filtered
+// informer caches and applies only what is missing or drifted (a field
+// the deployer sets that differs or is gone; what the API server or
+// others add is ignored), so a steady state costs no write.
+package gatewaydeploy
