@@ -72,7 +72,9 @@ func StartBinary(t testing.TB, bin string, args ...string) *Binary {
 			<-b.exited
 		}
 	})
-	line := b.WaitLog("serving", startTimeout)
+	// Exactly "serving": other lines contain the word ("created
+	// self-signed CA and serving certificate").
+	line := b.WaitLogFunc("serving", func(m map[string]any) bool { return m["msg"] == "serving" }, startTimeout)
 	b.GRPCAddr, _ = line["grpc"].(string)
 	b.HTTPAddr, _ = line["http"].(string)
 	if b.GRPCAddr == "" || b.HTTPAddr == "" {
