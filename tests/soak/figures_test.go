@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -120,6 +121,31 @@ func (p process) sample() (figures, error) {
 // noKeepAlive closes each connection after its request, so the samples do
 // not count a connection of ours that happens to be idle.
 var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// saveProfiles writes the server's heap profile (after a GC) and its
+// goroutine dump into dir as heap-NAME.pb.gz and goroutines-NAME.txt, to
+// compare the baseline with the end (go tool pprof -diff_base).
+func (p process) saveProfiles(dir, name string) error {
+	for path, file := range map[string]string{
+		"/debug/pprof/heap?gc=1":         "heap-" + name + ".pb.gz",
+		"/debug/pprof/goroutine?debug=2": "goroutines-" + name + ".txt",
+	} {
+		if err := p.get(path, func(r io.Reader) error {
+			f, err := os.Create(filepath.Join(dir, file))
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, r); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (p process) get(path string, read func(io.Reader) error) error {
 	req, err := http.NewRequest(http.MethodGet, "http://"+p.httpAddr+path, nil)

@@ -30,6 +30,7 @@ var (
 	soakServices = flag.Int("soak.services", 20, "Services, each with one EndpointSlice")
 	soakRoutes   = flag.Int("soak.virtualservices", 10, "VirtualServices, each routing one host to one Service")
 	soakReport   = flag.Duration("soak.report", time.Minute, "how often the figures are logged during the run")
+	soakProfiles = flag.String("soak.profiles", "", "folder to write the server's heap profiles and goroutine dumps into, after warm-up and at the end")
 	soakInterval = flag.Duration("soak.interval", 0, "shortest time between the starts of two rounds (0: each round starts once the last converged)")
 )
 
@@ -226,6 +227,11 @@ func TestSoakMixedChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("after warm-up (%d rounds): %s", warmupRounds, base)
+	if *soakProfiles != "" {
+		if err := proc.saveProfiles(*soakProfiles, "base"); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	start := time.Now()
 	nextReport := start.Add(*soakReport)
@@ -281,6 +287,11 @@ func TestSoakMixedChurn(t *testing.T) {
 		time.Sleep(time.Second) // polling a process from outside: there is no event to wait on
 	}
 	t.Logf("after %s of churn (%d rounds, %d object changes, %d gateway connections): %s", elapsed.Round(time.Second), r-warmupRounds, changes, f.dials, end)
+	if *soakProfiles != "" {
+		if err := proc.saveProfiles(*soakProfiles, "end"); err != nil {
+			t.Error(err)
+		}
+	}
 	if len(over) != 0 {
 		t.Errorf("not flat after the churn: %s", strings.Join(over, "; "))
 	}

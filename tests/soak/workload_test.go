@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -122,13 +123,18 @@ func (w *workload) virtualService(vs, svc int) *networkingv1.VirtualService {
 // setRoute points VirtualService vs at Service svc.
 func (w *workload) setRoute(ctx context.Context, vs, svc int) error {
 	vss := w.istio.NetworkingV1().VirtualServices(w.ns)
-	cur, err := vss.Get(ctx, fmt.Sprintf("app-%d", vs), metav1.GetOptions{})
-	if err != nil {
+	// The server writes the VirtualService's status meanwhile: a conflict
+	// means read again and retry.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := vss.Get(ctx, fmt.Sprintf("app-%d", vs), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := w.virtualService(vs, svc)
+		next.ResourceVersion = cur.ResourceVersion
+		_, err = vss.Update(ctx, next, metav1.UpdateOptions{})
 		return err
-	}
-	next := w.virtualService(vs, svc)
-	next.ResourceVersion = cur.ResourceVersion
-	if _, err := vss.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+	}); err != nil {
 		return err
 	}
 	w.routes[vs] = svc
