@@ -46,13 +46,15 @@ golden:
 	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis ./pilot/pkg/config/kube/gateway -run TestGolden -update
 
 # Each fuzzer runs FUZZTIME: the parser and validators, ADS request
-# handling (SotW and delta sequences over a real gRPC stream), and the
-# request codec that shares name lists.
+# handling (SotW and delta sequences over a real gRPC stream), the
+# request codec that shares name lists, and every translator fed random
+# valid configurations.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds -run '^$$' -fuzz '^FuzzADSRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds/wire -run '^$$' -fuzz '^FuzzCodecDecodesAsProtobuf$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pilot/pkg/networking/core -run '^$$' -fuzz '^FuzzTranslateGenerated$$' -fuzztime $(FUZZTIME)
 
 # The soak (tests/soak): SOAKTIME of mixed churn against the real binary in
 # Kubernetes mode; goroutines, fds and memory must be flat at the end.

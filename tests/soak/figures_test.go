@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -72,22 +73,8 @@ func (p process) sample() (figures, error) {
 	if err := p.get("/debug/pprof/heap?gc=1", nil); err != nil {
 		return f, err
 	}
-	metrics := map[string]float64{}
-	if err := p.get("/metrics", func(r io.Reader) error {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			name, val, ok := strings.Cut(sc.Text(), " ")
-			if ok && (name == "go_goroutines" || name == "go_memstats_heap_inuse_bytes") {
-				v, err := strconv.ParseFloat(val, 64)
-				if err != nil {
-					return fmt.Errorf("metric %s: %v", name, err)
-				}
-				metrics[name] = v
-			}
-		}
-		return sc.Err()
-	}); err != nil {
+	metrics, err := p.metrics("go_goroutines", "go_memstats_heap_inuse_bytes")
+	if err != nil {
 		return f, err
 	}
 	if len(metrics) != 2 {
@@ -121,6 +108,30 @@ func (p process) sample() (figures, error) {
 // noKeepAlive closes each connection after its request, so the samples do
 // not count a connection of ours that happens to be idle.
 var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// metrics reads the named metrics from /metrics, each the sum of its
+// samples (over every label set); absent ones are left out.
+func (p process) metrics(names ...string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := p.get("/metrics", func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			sample, val, ok := strings.Cut(sc.Text(), " ")
+			name, _, _ := strings.Cut(sample, "{")
+			if !ok || !slices.Contains(names, name) {
+				continue
+			}
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return fmt.Errorf("metric %s: %v", sample, err)
+			}
+			out[name] += v
+		}
+		return sc.Err()
+	})
+	return out, err
+}
 
 // saveProfiles writes the server's heap profile (after a GC) and its
 // goroutine dump into dir as heap-NAME.pb.gz and goroutines-NAME.txt, to

@@ -268,6 +268,21 @@ func TestSoakMixedChurn(t *testing.T) {
 	if f.nacks != 0 || len(f.errors) != 0 {
 		t.Errorf("gateways NACKed %d responses: %s", f.nacks, strings.Join(f.errors, "; "))
 	}
+	// The server's side: no NACK counted, no stream closed for not
+	// reading or for a limit, and exactly the fleet connected (closed
+	// streams forgotten).
+	m, err := proc.metrics("pilot_total_xds_rejects", "pilot_xds_write_timeout", "wayfinder_xds_limit_exceeded_total", "pilot_xds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pilot_total_xds_rejects", "pilot_xds_write_timeout", "wayfinder_xds_limit_exceeded_total"} {
+		if m[name] != 0 {
+			t.Errorf("server counted %s = %v, want 0", name, m[name])
+		}
+	}
+	if got := int(m["pilot_xds"]); got != len(f.gws) {
+		t.Errorf("server reports %d proxies connected, want %d", got, len(f.gws))
+	}
 	if errs := errorLines(b.LogText()); len(errs) != 0 {
 		t.Errorf("pilot-discovery logged %d errors, first: %s", len(errs), errs[0])
 	}
