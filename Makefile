@@ -54,7 +54,7 @@ fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds -run '^$$' -fuzz '^FuzzADSRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds/wire -run '^$$' -fuzz '^FuzzCodecDecodesAsProtobuf$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pilot/pkg/networking/core -run '^$$' -fuzz '^FuzzTranslateGenerated$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pilot/pkg/networking/core -run '^$$' -fuzz '^FuzzTranslateGenerated$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
 # The soak (tests/soak): SOAKTIME of mixed churn against the real binary in
 # Kubernetes mode; goroutines, fds and memory must be flat at the end.
