@@ -104,7 +104,14 @@ func generate(p *picker, parsed []config.Config, cert, key []byte) *fuzzWorld {
 			svc.Ports = append(svc.Ports, model.Port{Name: strings.ToLower(proto) + fmt.Sprintf("-%d", j), Number: pick(p, fuzzPorts), Protocol: proto,
 				TargetPort: uint32(p.n(3) * 8000)})
 		}
-		svc.Ports = slices.CompactFunc(svc.Ports, func(a, b model.Port) bool { return a.Number == b.Number })
+		// Port numbers are unique, as the Kubernetes registry makes them
+		// (it keeps TCP ports only).
+		seen := map[uint32]bool{}
+		svc.Ports = slices.DeleteFunc(svc.Ports, func(port model.Port) bool {
+			dup := seen[port.Number]
+			seen[port.Number] = true
+			return dup
+		})
 		for k := range p.n(4) {
 			svc.Endpoints = append(svc.Endpoints, &model.Endpoint{Address: fmt.Sprintf("10.1.%d.%d", i, k+1),
 				Labels: map[string]string{"version": pick(p, []string{"v1", "v2"})}, Weight: uint32(p.n(3)),
