@@ -7,6 +7,6 @@
 // goroutines, open file descriptors and memory must be back near their
 // values after warm-up: what grows with time, not with load, is a leak.
 //
-// `make test` runs the short form (-soak.duration, default 45s); `make
+// `make test` runs the short form (-soak.duration, default 30s); `make
 // soak` runs it for 30 minutes.
 package soak

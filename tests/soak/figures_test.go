@@ -18,11 +18,12 @@ type figures struct {
 	FDs        int   // entries of /proc/PID/fd
 	RSS        int64 // VmRSS of /proc/PID/status, bytes
 	HeapInuse  int64 // go_memstats_heap_inuse_bytes right after a forced GC
+	HeapLive   int64 // go_memstats_heap_alloc_bytes then: live objects, without free space in spans
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("goroutines=%d fds=%d rss=%.1fMiB heap_inuse_after_gc=%.1fMiB",
-		f.Goroutines, f.FDs, float64(f.RSS)/(1<<20), float64(f.HeapInuse)/(1<<20))
+	return fmt.Sprintf("goroutines=%d fds=%d rss=%.1fMiB heap_inuse_after_gc=%.1fMiB heap_live=%.1fMiB",
+		f.Goroutines, f.FDs, float64(f.RSS)/(1<<20), float64(f.HeapInuse)/(1<<20), float64(f.HeapLive)/(1<<20))
 }
 
 // bounds are how far the end figures may be above the warm-up's: a fixed
@@ -73,14 +74,15 @@ func (p process) sample() (figures, error) {
 	if err := p.get("/debug/pprof/heap?gc=1", nil); err != nil {
 		return f, err
 	}
-	metrics, err := p.metrics("go_goroutines", "go_memstats_heap_inuse_bytes")
+	metrics, err := p.metrics("go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes")
 	if err != nil {
 		return f, err
 	}
-	if len(metrics) != 2 {
-		return f, fmt.Errorf("/metrics lacks go_goroutines or go_memstats_heap_inuse_bytes: %v", metrics)
+	if len(metrics) != 3 {
+		return f, fmt.Errorf("/metrics lacks go_goroutines or go_memstats_heap_{inuse,alloc}_bytes: %v", metrics)
 	}
 	f.Goroutines, f.HeapInuse = int(metrics["go_goroutines"]), int64(metrics["go_memstats_heap_inuse_bytes"])
+	f.HeapLive = int64(metrics["go_memstats_heap_alloc_bytes"])
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.pid))
 	if err != nil {
 		return f, err

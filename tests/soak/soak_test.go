@@ -25,7 +25,7 @@ import (
 // The short form (the defaults) runs in `make test`; `make soak` gives
 // -soak.duration=30m and more gateways.
 var (
-	soakDuration = flag.Duration("soak.duration", 40*time.Second, "how long the churn runs after warm-up")
+	soakDuration = flag.Duration("soak.duration", 30*time.Second, "how long the churn runs after warm-up")
 	soakGateways = flag.Int("soak.gateways", 6, "gateways connected at once")
 	soakServices = flag.Int("soak.services", 20, "Services, each with one EndpointSlice")
 	soakRoutes   = flag.Int("soak.virtualservices", 10, "VirtualServices, each routing one host to one Service")
