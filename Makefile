@@ -9,7 +9,7 @@ RACE      ?= -race
 KUBE_DEPS ?= kube-deps
 KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
-.PHONY: all build run test test-short vet fmt golden fuzz docker clean kube-deps crds gateway-api-crds
+.PHONY: all build run test test-short vet fmt golden fuzz soak docker clean kube-deps crds gateway-api-crds
 
 all: build
 
@@ -46,13 +46,23 @@ golden:
 	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis ./pilot/pkg/config/kube/gateway -run TestGolden -update
 
 # Each fuzzer runs FUZZTIME: the parser and validators, ADS request
-# handling (SotW and delta sequences over a real gRPC stream), and the
-# request codec that shares name lists.
+# handling (SotW and delta sequences over a real gRPC stream), the
+# request codec that shares name lists, and every translator fed random
+# valid configurations.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds -run '^$$' -fuzz '^FuzzADSRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds/wire -run '^$$' -fuzz '^FuzzCodecDecodesAsProtobuf$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pilot/pkg/networking/core -run '^$$' -fuzz '^FuzzTranslateGenerated$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
+
+# The soak (tests/soak): SOAKTIME of mixed churn against the real binary in
+# Kubernetes mode; goroutines, fds and memory must be flat at the end.
+# `make test` runs its 40-second form.
+SOAKTIME ?= 30m
+soak: $(KUBE_DEPS)
+	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test ./tests/soak -run TestSoakMixedChurn -count=1 -v -timeout 0 \
+	  -args -soak.duration $(SOAKTIME) -soak.gateways 20 -soak.services 50 -soak.virtualservices 20 -soak.interval 250ms
 
 docker:
 	docker build -t wayfinder/pilot-discovery:dev .

@@ -72,7 +72,8 @@ func StartBinary(t testing.TB, bin string, args ...string) *Binary {
 			<-b.exited
 		}
 	})
-	// Exactly "serving": "created self-signed CA and serving certificate" comes first.
+	// Exactly "serving": other lines contain the word ("created
+	// self-signed CA and serving certificate").
 	line := b.WaitLogFunc("serving", func(m map[string]any) bool { return m["msg"] == "serving" }, startTimeout)
 	b.GRPCAddr, _ = line["grpc"].(string)
 	b.HTTPAddr, _ = line["http"].(string)

@@ -90,6 +90,7 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 
 	listeners, errs := listener.BuildGatewayListeners(push, mg)
 	out.Listeners = listeners
+	out.Secrets = keepReferenced(out.Secrets, listeners)
 	out.Errors = append(out.Errors, errs...)
 
 	routes, errs := route.BuildGatewayRoutes(push, mg)

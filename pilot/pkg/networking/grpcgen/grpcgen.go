@@ -53,7 +53,19 @@ func Build(push *model.PushContext) Resources {
 	var out Resources
 	out.Listeners, out.Routes = buildListenersAndRoutes(push, r)
 	out.Clusters = buildClusters(push, r)
-	out.Endpoints = buildEndpoints(push, r)
+	// One assignment per EDS cluster built: a cluster left out (TLS gRPC
+	// cannot do, an invalid policy) leaves no endpoints behind.
+	eds := map[string]bool{}
+	for _, c := range out.Clusters {
+		if c.GetType() == clusterv3.Cluster_EDS {
+			eds[c.GetEdsClusterConfig().GetServiceName()] = true
+		}
+	}
+	for _, e := range buildEndpoints(push, r) {
+		if eds[e.GetClusterName()] {
+			out.Endpoints = append(out.Endpoints, e)
+		}
+	}
 	out.Errors = r.errs
 	return out
 }

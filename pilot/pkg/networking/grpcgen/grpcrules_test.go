@@ -101,9 +101,17 @@ func checkResources(t *testing.T, res Resources) {
 			t.Errorf("listener %s has no route configuration", l.Name)
 		}
 	}
+	eds := map[string]bool{}
 	for _, c := range res.Clusters {
 		if c.GetType() == clusterv3.Cluster_EDS && !names["endpoint/"+c.GetEdsClusterConfig().GetServiceName()] {
 			t.Errorf("EDS cluster %s has no endpoints resource", c.Name)
+		}
+		eds[c.GetEdsClusterConfig().GetServiceName()] = c.GetType() == clusterv3.Cluster_EDS
+	}
+	// And no assignment is left without its cluster.
+	for _, e := range res.Endpoints {
+		if !eds[e.ClusterName] {
+			t.Errorf("endpoints %s belong to no EDS cluster", e.ClusterName)
 		}
 	}
 }
