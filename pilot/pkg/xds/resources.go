@@ -14,6 +14,7 @@ import (
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -257,6 +258,8 @@ type interner struct {
 	// marshaled is called once per new shared encoding (for the metric).
 	marshaled func(typeURL string)
 	scratch   sync.Pool
+	// vhosts keeps virtual hosts' encodings for route configurations.
+	vhosts vhostBytes
 }
 
 func newInterner(marshaled func(typeURL string)) *interner {
@@ -278,6 +281,9 @@ func (in *interner) rotate(types ...int) {
 		in.prev[t] = in.cur[t]
 		in.cur[t] = map[internKey]*res{}
 		in.byHash[t] = map[contentKey]*res{}
+		if t == rdsIdx {
+			in.vhosts.rotate()
+		}
 	}
 }
 
@@ -288,7 +294,13 @@ func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, 
 	k := internKey{typeURL, scope, name}
 	bp := in.scratch.Get().(*[]byte)
 	defer in.scratch.Put(bp)
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend((*bp)[:0], msg)
+	var b []byte
+	var err error
+	if rc, ok := msg.(*route.RouteConfiguration); ok {
+		b, err = in.vhosts.appendRouteConfig((*bp)[:0], rc)
+	} else {
+		b, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend((*bp)[:0], msg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot be encoded: %w", err)
 	}
