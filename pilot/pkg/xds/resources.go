@@ -117,6 +117,12 @@ type typeSet struct {
 	// cheaper than filling one).
 	versionsOnce sync.Once
 	versions     map[string]string
+	// base and changed, when set, say this set is base with the
+	// resources named in changed replaced (same names otherwise): a
+	// stream holding base is answered by looking at those names alone
+	// (see cache.go). Only partial endpoint pushes set them.
+	base    *typeSet
+	changed map[string]struct{}
 }
 
 // versionMap returns the set's name -> hash map. It is shared: copy it
