@@ -204,6 +204,7 @@ func logResult(r result) {
 		msg += " error: " + r.Error
 	}
 	fmt.Fprintln(os.Stderr, msg)
+	logSplit(r)
 }
 
 // runCase measures pilot-discovery (and delta, if asked) and the floor on c.
