@@ -123,6 +123,12 @@ type typeSet struct {
 	// (see cache.go). Only partial endpoint pushes set them.
 	base    *typeSet
 	changed map[string]struct{}
+	// edsCheck keeps the last edsErrors answer.
+	edsCheck struct {
+		mu   sync.Mutex
+		with *typeSet
+		errs []string
+	}
 }
 
 // versionMap returns the set's name -> hash map. It is shared: copy it
@@ -208,6 +214,12 @@ func (v *view) set(typeURL string) *typeSet {
 func (v *view) consistent() error {
 	var errs []string
 	for _, t := range []int{edsIdx, rdsIdx, sdsIdx} {
+		if t == edsIdx && !refersTo(v.sets[ldsIdx], edsIdx) {
+			// Only clusters name endpoints, and every view of a push
+			// shares both sets: checked once per pair (see edsErrors).
+			errs = append(errs, v.sets[cdsIdx].edsErrors(v.sets[edsIdx])...)
+			continue
+		}
 		used := map[string]bool{}
 		for _, from := range []int{cdsIdx, ldsIdx} {
 			for _, r := range v.sets[from].items {
@@ -232,6 +244,46 @@ func (v *view) consistent() error {
 		return fmt.Errorf("view is not consistent: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// refersTo reports whether any resource of ts refers to a resource of
+// type t.
+func refersTo(ts *typeSet, t int) bool {
+	for _, r := range ts.items {
+		if len(r.refs[t]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// edsErrors are the consistency problems between clusters (ts) and
+// endpoints, as view.consistent reports them: an EDS name no assignment
+// answers, an assignment no cluster names. Both sets are immutable, so the
+// answer is kept for the last endpoints set asked about.
+func (ts *typeSet) edsErrors(endpoints *typeSet) []string {
+	ts.edsCheck.mu.Lock()
+	defer ts.edsCheck.mu.Unlock()
+	if ts.edsCheck.with == endpoints {
+		return ts.edsCheck.errs
+	}
+	var errs []string
+	used := make(map[string]bool, len(endpoints.items))
+	for _, r := range ts.items {
+		for _, n := range r.refs[edsIdx] {
+			used[n] = true
+			if endpoints.byName[n] == nil {
+				errs = append(errs, fmt.Sprintf("%s %s refers to missing %s %s", shortType(servedTypes[cdsIdx]), r.name, shortType(servedTypes[edsIdx]), n))
+			}
+		}
+	}
+	for _, r := range endpoints.items {
+		if !used[r.name] {
+			errs = append(errs, fmt.Sprintf("%s %s is not referred to", shortType(servedTypes[edsIdx]), r.name))
+		}
+	}
+	ts.edsCheck.with, ts.edsCheck.errs = endpoints, errs
+	return errs
 }
 
 // internKey finds the resource a scope (the services, one gateway group,
