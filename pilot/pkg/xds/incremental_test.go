@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -48,6 +49,17 @@ func TestRouteConfigEncodingMatchesMarshal(t *testing.T) {
 			if !bytes.Equal(got[len("prefix"):], want) {
 				t.Errorf("round %d, %s: encoding differs from proto.Marshal", round, rc.GetName())
 			}
+			if (v.validate(rc) == nil) != (rc.ValidateAll() == nil) {
+				t.Errorf("round %d, %s: validate says %v, ValidateAll %v", round, rc.GetName(), v.validate(rc), rc.ValidateAll())
+			}
+		}
+	}
+	// A virtual host Envoy would reject (no domains) fails validation
+	// through the kept results too, cold and warm.
+	bad := &routev3.RouteConfiguration{Name: "bad", VirtualHosts: append(slices.Clone(rcs[0].GetVirtualHosts()), &routev3.VirtualHost{Name: "x"})}
+	for range 2 {
+		if err := v.validate(bad); err == nil || bad.ValidateAll() == nil {
+			t.Errorf("invalid virtual host: validate %v, ValidateAll %v", err, bad.ValidateAll())
 		}
 	}
 }

@@ -383,7 +383,12 @@ func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, 
 	in.mu.Unlock()
 
 	// New content: validate, and copy the encoding into a shared Any.
-	if v, ok := msg.(interface{ ValidateAll() error }); !ok {
+	if rc, ok := msg.(*route.RouteConfiguration); ok {
+		// Virtual hosts validated before are not validated again.
+		if err := in.vhosts.validate(rc); err != nil {
+			return nil, fmt.Errorf("fails Envoy validation and is not sent: %w", err)
+		}
+	} else if v, ok := msg.(interface{ ValidateAll() error }); !ok {
 		return nil, fmt.Errorf("type %T cannot be validated", msg)
 	} else if err := v.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("fails Envoy validation and is not sent: %w", err)
