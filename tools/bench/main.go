@@ -58,8 +58,9 @@ type result struct {
 	// LoadCPUSeconds is the load tool's own CPU time (this process) during
 	// the run: when it nears the machine's cores times the run's length,
 	// the tool, not the server, bounds the figures.
-	LoadCPUSeconds float64      `json:"load_cpu_seconds"`
-	Report         *load.Report `json:"report,omitempty"`
+	LoadCPUSeconds float64 `json:"load_cpu_seconds"`
+	cpuSplit
+	Report *load.Report `json:"report,omitempty"`
 	// Runs is how many runs completed; with more than one, every figure
 	// is the median over them (see medianResult).
 	Runs  int    `json:"runs,omitempty"`
@@ -207,6 +208,7 @@ func logResult(r result) {
 		msg += " error: " + r.Error
 	}
 	fmt.Fprintln(os.Stderr, msg)
+	logSplit(r)
 }
 
 // runCase measures pilot-discovery (and delta, if asked) and the floor on c.
@@ -271,7 +273,12 @@ func runPilot(ctx context.Context, o options, c benchCase, dir string, delta boo
 		res.Error = err.Error()
 		return res
 	}
-	args := append([]string{"discovery", "--config-dir", dir, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn"}, o.pilotArgs...)
+	// The workload writes every file atomically (a rename), which the
+	// file watcher's settle window (100 ms by default) exists to wait
+	// out for editors that do not; the bench measures the update, not
+	// that window. --pilot-args can set it back.
+	args := append([]string{"discovery", "--config-dir", dir, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn",
+		"--config-settle", benchSettle}, o.pilotArgs...)
 	return measure(ctx, o, res, o.pilot, args, "http://"+httpAddr+"/healthz/ready", load.Options{
 		Address: grpcAddr, Gateways: c.Gateways, Delta: delta, DumpDir: dumps,
 		Trigger: func(context.Context) error {
@@ -323,6 +330,8 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 		return res
 	}
 	res.ReadySeconds = time.Since(start).Seconds()
+	res.started(p)
+	lo.Trigger = res.around(p, lo.Trigger)
 
 	lo.Timeout = o.timeout
 	lo.Validate = true
@@ -334,6 +343,7 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 	res.LoadCPUSeconds = selfAfter - selfBefore
 	u, uerr := p.usage()
 	res.usage = u
+	res.finished(u)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -362,7 +372,7 @@ func writeResults(o options, started time.Time, results []result) error {
 	if err := os.WriteFile(filepath.Join(o.out, "results.json"), data, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(markdown(m, results)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(markdown(m, results)+cpuSection(results)), 0o644); err != nil {
 		return err
 	}
 	return writeChart(filepath.Join(o.out, "results.png"), results)

@@ -196,6 +196,18 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	if sameContent && sameMap(names, ts.sentNames) {
 		return false
 	}
+	if !sameContent && cur.base != nil && cur.base == ts.sent && sameMap(names, ts.sentNames) {
+		// cur is what the stream holds with a few resources replaced:
+		// only those names can differ.
+		for n := range cur.changed {
+			if _, ok := names[n]; ok {
+				return true
+			}
+		}
+		// The stream holds cur's content for every name it asked for.
+		ts.sent = cur
+		return false
+	}
 	for n := range names {
 		if _, ok := ts.sentNames[n]; !ok {
 			return true // newly subscribed: answer, even if it does not exist
@@ -207,8 +219,12 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	if len(names) == len(ts.sentNames) {
 		// Every name was answered and there are as many: the same set.
 		// Keep the request's map as the record, so the next check (an ACK
-		// replaces the map with an equal one) is by identity.
+		// replaces the map with an equal one) is by identity. The stream
+		// holds cur's content for all of them, so cur is the set to
+		// compare with next (which lets a partial push check its
+		// changed names alone).
 		ts.sentNames = names
+		ts.sent = cur
 	}
 	return false
 }
@@ -241,7 +257,33 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	// covered counts the set's resources the subscription covers: when it
 	// covers them all, the client will hold exactly the set.
 	covered := 0
-	if w.sub.IsWildcard() {
+	fast := false
+	if b := ts.deltaBuilt; b != nil && cur.base != nil && cur.base == b.set && len(known) == b.n && sameMap(known, b.next) {
+		// cur is the set the client's versions came from with a few
+		// resources replaced (same names): only those can differ, and
+		// nothing is removed.
+		fast = true
+		var subscribed map[string]struct{}
+		if !w.sub.IsWildcard() {
+			subscribed = w.sub.SubscribedResources()
+		}
+		for _, n := range slices.Sorted(maps.Keys(cur.changed)) {
+			if _, ok := subscribed[n]; subscribed != nil && !ok {
+				continue
+			}
+			if r := cur.byName[n]; r != nil && known[n] != r.hash {
+				updates = append(updates, r.delta)
+			}
+		}
+		if len(updates) == 0 {
+			ts.deltaBuilt = &deltaBuilt{next: b.next, n: b.n, set: cur}
+			s.convergedLocked(w.st.proxy, ts.typeURL, cur)
+			return
+		}
+	}
+	if fast {
+		// updates are set; covered stays 0, so next is built from known.
+	} else if w.sub.IsWildcard() {
 		covered = len(cur.items)
 		for _, r := range cur.items {
 			if h, ok := known[r.name]; !ok || h != r.hash {
@@ -249,7 +291,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 			}
 		}
 	}
-	if !w.sub.IsWildcard() {
+	if !fast && !w.sub.IsWildcard() {
 		// The subscribed resources that exist, by name: walking the sorted
 		// set when the names cover much of it (sorting a gateway's EDS
 		// names for every proxy was half of a push), else sorting them.
@@ -275,9 +317,11 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		}
 	}
 	var removed []string
-	for n := range known {
-		if cur.byName[n] == nil {
-			removed = append(removed, n)
+	if !fast {
+		for n := range known {
+			if cur.byName[n] == nil {
+				removed = append(removed, n)
+			}
 		}
 	}
 	slices.Sort(removed)
@@ -287,7 +331,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		return
 	}
 	var next map[string]string
-	if covered == len(cur.items) {
+	if !fast && covered == len(cur.items) {
 		// Every resource of the set is covered and what the client holds
 		// beyond it is removed: it will hold the set, exactly.
 		next = maps.Clone(cur.versionMap())

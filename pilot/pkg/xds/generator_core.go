@@ -16,6 +16,9 @@ type CoreGenerator struct {
 	// serves no Secrets, and servers needing them are reported and left
 	// out.
 	Secrets model.SecretStore
+	// Caches keep translations of unchanged objects across pushes (the
+	// server's default generator has them; the zero value has none).
+	Caches core.Caches
 }
 
 var _ Generator = CoreGenerator{}
@@ -33,9 +36,9 @@ func (CoreGenerator) BuildEndpoints(push *model.PushContext) EndpointResources {
 	return EndpointResources{Endpoints: eps, Errors: errs}
 }
 
-// BuildGateway calls core.BuildGatewayWithSecrets.
+// BuildGateway calls core.BuildGatewayCached.
 func (g CoreGenerator) BuildGateway(push *model.PushContext, gateways []config.Config, scope model.SecretScope) GatewayResources {
-	r := core.BuildGatewayWithSecrets(push, gateways, g.Secrets, scope)
+	r := core.BuildGatewayCached(push, gateways, g.Secrets, scope, g.Caches)
 	return GatewayResources{Listeners: r.Listeners, Routes: r.Routes, Secrets: r.Secrets, UpstreamSecrets: r.UpstreamSecrets,
 		SecretRefusals: r.SecretRefusals, Errors: r.Errors}
 }

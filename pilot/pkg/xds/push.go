@@ -83,7 +83,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 	pc := model.NewPushContext(s.store, s.registries...)
 	var st *pushState
 	if !req.Full && s.state != nil {
-		st = s.endpointsPush(pc, s.state)
+		st = s.endpointsPush(pc, s.state, req)
 	}
 	full := st == nil
 	switch {
@@ -150,16 +150,20 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 // group's listeners, routes and secrets) is reused as it is, so only EDS
 // versions change. It returns nil when a full push is needed instead (the
 // translator panicked, or a cluster lost its assignment).
-func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState) *pushState {
-	s.intern.rotate(edsIdx)
-	eps, err := s.buildEndpoints(pc)
-	if err != nil {
-		return nil
-	}
-	endpoints, errs, ok := endpointResources(s.intern, "", prev.clusters, eps)
+func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState, req *model.PushRequest) *pushState {
+	// Only the services the request names, when it names them.
+	endpoints, errs, ok := s.partialEndpoints(pc, prev, req)
 	if !ok {
-		s.log.Info("endpoints-only push needs a full push: a cluster has no load assignment")
-		return nil
+		s.intern.rotate(edsIdx)
+		eps, err := s.buildEndpoints(pc)
+		if err != nil {
+			return nil
+		}
+		endpoints, errs, ok = endpointResources(s.intern, "", prev.clusters, eps)
+		if !ok {
+			s.log.Info("endpoints-only push needs a full push: a cluster has no load assignment")
+			return nil
+		}
 	}
 	// The services' translation errors are kept from the last full push;
 	// endpoint problems found now replace those of earlier endpoints-only

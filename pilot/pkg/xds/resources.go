@@ -14,6 +14,7 @@ import (
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -116,6 +117,18 @@ type typeSet struct {
 	// cheaper than filling one).
 	versionsOnce sync.Once
 	versions     map[string]string
+	// base and changed, when set, say this set is base with the
+	// resources named in changed replaced (same names otherwise): a
+	// stream holding base is answered by looking at those names alone
+	// (see cache.go). Only partial endpoint pushes set them.
+	base    *typeSet
+	changed map[string]struct{}
+	// edsCheck keeps the last edsErrors answer.
+	edsCheck struct {
+		mu   sync.Mutex
+		with *typeSet
+		errs []string
+	}
 }
 
 // versionMap returns the set's name -> hash map. It is shared: copy it
@@ -201,6 +214,12 @@ func (v *view) set(typeURL string) *typeSet {
 func (v *view) consistent() error {
 	var errs []string
 	for _, t := range []int{edsIdx, rdsIdx, sdsIdx} {
+		if t == edsIdx && !refersTo(v.sets[ldsIdx], edsIdx) {
+			// Only clusters name endpoints, and every view of a push
+			// shares both sets: checked once per pair (see edsErrors).
+			errs = append(errs, v.sets[cdsIdx].edsErrors(v.sets[edsIdx])...)
+			continue
+		}
 		used := map[string]bool{}
 		for _, from := range []int{cdsIdx, ldsIdx} {
 			for _, r := range v.sets[from].items {
@@ -225,6 +244,46 @@ func (v *view) consistent() error {
 		return fmt.Errorf("view is not consistent: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// refersTo reports whether any resource of ts refers to a resource of
+// type t.
+func refersTo(ts *typeSet, t int) bool {
+	for _, r := range ts.items {
+		if len(r.refs[t]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// edsErrors are the consistency problems between clusters (ts) and
+// endpoints, as view.consistent reports them: an EDS name no assignment
+// answers, an assignment no cluster names. Both sets are immutable, so the
+// answer is kept for the last endpoints set asked about.
+func (ts *typeSet) edsErrors(endpoints *typeSet) []string {
+	ts.edsCheck.mu.Lock()
+	defer ts.edsCheck.mu.Unlock()
+	if ts.edsCheck.with == endpoints {
+		return ts.edsCheck.errs
+	}
+	var errs []string
+	used := make(map[string]bool, len(endpoints.items))
+	for _, r := range ts.items {
+		for _, n := range r.refs[edsIdx] {
+			used[n] = true
+			if endpoints.byName[n] == nil {
+				errs = append(errs, fmt.Sprintf("%s %s refers to missing %s %s", shortType(servedTypes[cdsIdx]), r.name, shortType(servedTypes[edsIdx]), n))
+			}
+		}
+	}
+	for _, r := range endpoints.items {
+		if !used[r.name] {
+			errs = append(errs, fmt.Sprintf("%s %s is not referred to", shortType(servedTypes[edsIdx]), r.name))
+		}
+	}
+	ts.edsCheck.with, ts.edsCheck.errs = endpoints, errs
+	return errs
 }
 
 // internKey finds the resource a scope (the services, one gateway group,
@@ -257,6 +316,8 @@ type interner struct {
 	// marshaled is called once per new shared encoding (for the metric).
 	marshaled func(typeURL string)
 	scratch   sync.Pool
+	// vhosts keeps virtual hosts' encodings for route configurations.
+	vhosts vhostBytes
 }
 
 func newInterner(marshaled func(typeURL string)) *interner {
@@ -278,6 +339,9 @@ func (in *interner) rotate(types ...int) {
 		in.prev[t] = in.cur[t]
 		in.cur[t] = map[internKey]*res{}
 		in.byHash[t] = map[contentKey]*res{}
+		if t == rdsIdx {
+			in.vhosts.rotate()
+		}
 	}
 }
 
@@ -288,7 +352,13 @@ func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, 
 	k := internKey{typeURL, scope, name}
 	bp := in.scratch.Get().(*[]byte)
 	defer in.scratch.Put(bp)
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend((*bp)[:0], msg)
+	var b []byte
+	var err error
+	if rc, ok := msg.(*route.RouteConfiguration); ok {
+		b, err = in.vhosts.appendRouteConfig((*bp)[:0], rc)
+	} else {
+		b, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend((*bp)[:0], msg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot be encoded: %w", err)
 	}
@@ -313,7 +383,12 @@ func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, 
 	in.mu.Unlock()
 
 	// New content: validate, and copy the encoding into a shared Any.
-	if v, ok := msg.(interface{ ValidateAll() error }); !ok {
+	if rc, ok := msg.(*route.RouteConfiguration); ok {
+		// Virtual hosts validated before are not validated again.
+		if err := in.vhosts.validate(rc); err != nil {
+			return nil, fmt.Errorf("fails Envoy validation and is not sent: %w", err)
+		}
+	} else if v, ok := msg.(interface{ ValidateAll() error }); !ok {
 		return nil, fmt.Errorf("type %T cannot be validated", msg)
 	} else if err := v.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("fails Envoy validation and is not sent: %w", err)

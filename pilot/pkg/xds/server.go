@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
@@ -150,7 +151,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Generator == nil {
-		opts.Generator = CoreGenerator{Secrets: opts.Secrets}
+		opts.Generator = CoreGenerator{Secrets: opts.Secrets, Caches: core.NewCaches()}
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()

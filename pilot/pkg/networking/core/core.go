@@ -75,6 +75,22 @@ func BuildGateway(push *model.PushContext, gateways []config.Config) GatewayReso
 // unusable is left out entirely (chain and routes), so the listener never
 // references a secret Envoy will not get.
 func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, secrets model.SecretStore, scope model.SecretScope) GatewayResources {
+	return BuildGatewayCached(push, gateways, secrets, scope, Caches{})
+}
+
+// Caches are translation results a caller keeps across pushes so that
+// unchanged inputs are not translated again; the zero value caches
+// nothing. Output is the same with or without them.
+type Caches struct {
+	// Routes keeps each VirtualService's routes per gateway port.
+	Routes *route.Cache
+}
+
+// NewCaches returns empty caches.
+func NewCaches() Caches { return Caches{Routes: route.NewCache()} }
+
+// BuildGatewayCached is BuildGatewayWithSecrets reusing what caches hold.
+func BuildGatewayCached(push *model.PushContext, gateways []config.Config, secrets model.SecretStore, scope model.SecretScope, caches Caches) GatewayResources {
 	mg := model.MergeGateways(gateways)
 	var out GatewayResources
 	out.Errors = append(out.Errors, mg.Errors...)
@@ -93,7 +109,7 @@ func BuildGatewayWithSecrets(push *model.PushContext, gateways []config.Config, 
 	out.Secrets = keepReferenced(out.Secrets, listeners)
 	out.Errors = append(out.Errors, errs...)
 
-	routes, errs := route.BuildGatewayRoutes(push, mg)
+	routes, errs := route.BuildGatewayRoutesCached(push, mg, caches.Routes)
 	out.Errors = append(out.Errors, errs...)
 
 	byName := make(map[string]*routev3.RouteConfiguration, len(routes))

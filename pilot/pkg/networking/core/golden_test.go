@@ -72,6 +72,11 @@ func proxyLabels(t *testing.T, data []byte) map[string]string {
 // as Kubernetes mode reads them: Ingresses converted to Gateways and
 // VirtualServices, Services as a registry, Secrets as the secret store.
 func translate(t *testing.T, file string, data []byte) translation {
+	return translateWith(t, file, data, Caches{})
+}
+
+// translateWith is translate with the gateway translated through caches.
+func translateWith(t *testing.T, file string, data []byte, caches Caches) translation {
 	scope := secretScope(t, data)
 	data, kube := splitKube(t, data)
 	cfgs, errs := manifest.Parse(file, data, manifest.Options{})
@@ -90,7 +95,7 @@ func translate(t *testing.T, file string, data []byte) translation {
 	errs = append(errs, push.Errors...)
 	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data)}
 	tr := translation{
-		gateway:  BuildGatewayWithSecrets(push, push.GatewaysForProxy(proxy), kube, scope),
+		gateway:  BuildGatewayCached(push, push.GatewaysForProxy(proxy), kube, scope, caches),
 		services: BuildServices(push),
 	}
 	tr.errors = append(append(errs, tr.gateway.Errors...), tr.services.Errors...)

@@ -27,10 +27,24 @@ import (
 // neither an IP nor a unix:// path) are skipped and reported once per
 // service; everything else is still built.
 func BuildEndpoints(push *model.PushContext) ([]*endpointv3.ClusterLoadAssignment, []*config.Error) {
+	return buildEndpoints(push, nil)
+}
+
+// BuildEndpointsFor is BuildEndpoints for the services whose Source is in
+// sources alone: what an endpoints-only push rebuilds when it knows which
+// services changed. The others' assignments are not built.
+func BuildEndpointsFor(push *model.PushContext, sources map[config.Key]struct{}) ([]*endpointv3.ClusterLoadAssignment, []*config.Error) {
+	return buildEndpoints(push, func(svc *model.Service) bool {
+		_, ok := sources[svc.Source]
+		return ok
+	})
+}
+
+func buildEndpoints(push *model.PushContext, include func(*model.Service) bool) ([]*endpointv3.ClusterLoadAssignment, []*config.Error) {
 	var out []*endpointv3.ClusterLoadAssignment
 	var errs []*config.Error
 	for _, svc := range push.Services() {
-		if svc.Resolution != model.ClientSideLB {
+		if svc.Resolution != model.ClientSideLB || (include != nil && !include(svc)) {
 			continue
 		}
 		reported := map[string]bool{}

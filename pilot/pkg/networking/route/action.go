@@ -35,6 +35,9 @@ type routeContext struct {
 	port uint32
 	// tls is whether that port terminates TLS (for redirect defaults).
 	tls bool
+	// deps, when set, collects the destination hosts looked up in push
+	// (what a cached translation depends on besides the VirtualService).
+	deps *[]string
 }
 
 // translateAction builds everything of an Envoy route but its match:
@@ -283,6 +286,9 @@ func resolveDestination(ctx routeContext, dst *networking.Destination, field str
 	if host == "" {
 		p.errorf(field+".host", "is required")
 		return resolvedDestination{}
+	}
+	if ctx.deps != nil {
+		*ctx.deps = append(*ctx.deps, host)
 	}
 	svc := ctx.push.ServiceForHost(host)
 	port := dst.GetPort().GetNumber()

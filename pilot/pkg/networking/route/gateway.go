@@ -29,14 +29,21 @@ import (
 // by the server (model.HTTPSServer.RouteName), as Istio does: each HTTPS
 // server has its own filter chain, so it gets only the hosts it binds.
 func BuildGatewayRoutes(push *model.PushContext, mg *model.MergedGateway) ([]*routev3.RouteConfiguration, []*config.Error) {
+	return BuildGatewayRoutesCached(push, mg, nil)
+}
+
+// BuildGatewayRoutesCached is BuildGatewayRoutes taking each
+// VirtualService's routes from cache when nothing they depend on changed
+// (nil: translate everything).
+func BuildGatewayRoutesCached(push *model.PushContext, mg *model.MergedGateway, cache *Cache) ([]*routev3.RouteConfiguration, []*config.Error) {
 	r := &reporter{}
 	out := make([]*routev3.RouteConfiguration, 0, len(mg.HTTPPorts))
 	for _, port := range mg.HTTPPorts {
-		out = append(out, buildPort(push, port, model.RouteName(port), mg.HTTPServers[port], r))
+		out = append(out, buildPort(push, port, model.RouteName(port), mg.HTTPServers[port], cache, r))
 	}
 	for _, port := range mg.HTTPSPorts {
 		for _, s := range mg.HTTPSServers[port] {
-			out = append(out, buildPort(push, port, s.RouteName, []model.GatewayServer{s.GatewayServer}, r))
+			out = append(out, buildPort(push, port, s.RouteName, []model.GatewayServer{s.GatewayServer}, cache, r))
 		}
 	}
 	return out, r.errs
@@ -74,7 +81,7 @@ func (vh *virtualHost) add(vs *config.Config, routes []builtRoute) {
 }
 
 // buildPort builds route configuration name for servers on one port.
-func buildPort(push *model.PushContext, port uint32, name string, servers []model.GatewayServer, r *reporter) *routev3.RouteConfiguration {
+func buildPort(push *model.PushContext, port uint32, name string, servers []model.GatewayServer, vsCache *Cache, r *reporter) *routev3.RouteConfiguration {
 	vhosts := map[string]*virtualHost{}
 	get := func(h string) *virtualHost {
 		vh, ok := vhosts[h]
@@ -121,7 +128,7 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 			routes, ok := cache[key]
 			if !ok {
 				ctx := routeContext{push: push, vs: vs, port: port, tls: strings.EqualFold(s.Server.GetPort().GetProtocol(), "HTTPS")}
-				routes = buildVirtualServiceRoutes(ctx, gwKey, r)
+				routes = vsCache.routes(ctx, gwKey, r)
 				cache[key] = routes
 			}
 			if len(routes) == 0 {
@@ -149,7 +156,7 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 	// today; the check keeps a future change from costing every route.
 	claimed := map[string]string{}
 	for _, h := range sortedKeys(vhosts) {
-		vh := assembleVirtualHost(vhosts[h], port, r)
+		vh := vsCache.virtualHost(assembleVirtualHost(vhosts[h], port, r))
 		if vh == nil {
 			continue
 		}

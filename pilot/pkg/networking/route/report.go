@@ -15,9 +15,13 @@ type reporter struct {
 }
 
 func (r *reporter) add(c *config.Config, field string, warning bool, format string, args ...any) {
-	e := &config.Error{Source: c.Source, Key: c.Key(), Field: field, Message: fmt.Sprintf(format, args...), Warning: warning}
+	r.addError(&config.Error{Source: c.Source, Key: c.Key(), Field: field, Message: fmt.Sprintf(format, args...), Warning: warning})
+}
+
+// addError reports e unless an equal problem was reported already.
+func (r *reporter) addError(e *config.Error) {
 	k := e.Error()
-	if warning {
+	if e.Warning {
 		k = "W " + k
 	}
 	if r.seen == nil {

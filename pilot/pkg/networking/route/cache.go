@@ -1,0 +1,265 @@
+package route
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// Cache keeps the routes translated from each VirtualService for one
+// gateway, port and protocol across pushes, so a change to one
+// VirtualService translates that object's routes again and reuses every
+// other one's. An entry is reused only while everything its translation
+// read is unchanged: the VirtualService's spec (by content), where it
+// came from (for messages), and, for every destination host it names,
+// the service's ports and the DestinationRule (by content), which give
+// default ports, subsets and hash policies. The problems found while
+// translating are kept with the routes and reported again on reuse, so
+// output and errors are exactly those of a fresh translation.
+//
+// Entries not used by the last push that translated routes are dropped:
+// the cache holds about one push's worth of routes, which the route
+// configurations share anyway. A Cache is safe for concurrent use; the
+// zero value is not usable, use NewCache.
+type Cache struct {
+	mu sync.Mutex
+	// push is the push the current generation serves; a lookup from
+	// another push starts a new generation.
+	push      *model.PushContext
+	cur, prev map[cacheKey]*cacheEntry
+	// specs are content hashes of VirtualService and DestinationRule
+	// specs by pointer, for
+	// the current and previous generation (stores hand out the same spec
+	// for an unchanged object).
+	specs, prevSpecs map[proto.Message]string
+	// hosts are the dependency fingerprints of destination hosts in push.
+	hosts map[string]string
+	// vhosts are the virtual hosts built, by name, for the current and
+	// previous generation: an unchanged virtual host is the same object
+	// push after push, so whoever encodes route configurations can keep
+	// its bytes (see xds.interner).
+	vhosts, prevVhosts map[string][]*routev3.VirtualHost
+	stats              CacheStats
+}
+
+// CacheStats counts lookups since the cache was made.
+type CacheStats struct {
+	// Translations are the VirtualService translations done (misses);
+	// Reused are those taken from the cache.
+	Translations, Reused int
+}
+
+type cacheKey struct {
+	vs      config.Key
+	source  string
+	gateway string
+	port    uint32
+	tls     bool
+}
+
+type cacheEntry struct {
+	spec string
+	// deps are the destination hosts the translation read and their
+	// fingerprints then, in the order read.
+	deps     []hostDep
+	routes   []builtRoute
+	problems []*config.Error
+}
+
+type hostDep struct{ host, fingerprint string }
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{cur: map[cacheKey]*cacheEntry{}, specs: map[proto.Message]string{}, hosts: map[string]string{}}
+}
+
+// Stats returns the lookups counted so far.
+func (c *Cache) Stats() CacheStats {
+	if c == nil {
+		return CacheStats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Reset forgets every entry (the next push translates everything).
+func (c *Cache) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.push, c.cur, c.prev = nil, map[cacheKey]*cacheEntry{}, nil
+	c.specs, c.prevSpecs, c.hosts = map[proto.Message]string{}, nil, map[string]string{}
+	c.vhosts, c.prevVhosts = nil, nil
+}
+
+// virtualHost returns an earlier virtual host equal to vh (same routes,
+// by pointer, and same fields), else keeps and returns vh. nil stays nil.
+func (c *Cache) virtualHost(vh *routev3.VirtualHost) *routev3.VirtualHost {
+	if c == nil || vh == nil {
+		return vh
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.vhosts == nil {
+		c.vhosts = map[string][]*routev3.VirtualHost{}
+	}
+	for _, old := range c.vhosts[vh.Name] {
+		if sameVirtualHost(old, vh) {
+			return old
+		}
+	}
+	for _, old := range c.prevVhosts[vh.Name] {
+		if sameVirtualHost(old, vh) {
+			c.vhosts[vh.Name] = append(c.vhosts[vh.Name], old)
+			return old
+		}
+	}
+	c.vhosts[vh.Name] = append(c.vhosts[vh.Name], vh)
+	return vh
+}
+
+// sameVirtualHost compares the fields assembleVirtualHost sets (a test
+// holds it to that), routes by pointer: cached routes are shared.
+func sameVirtualHost(a, b *routev3.VirtualHost) bool {
+	return a.Name == b.Name && slices.Equal(a.Domains, b.Domains) && a.RequireTls == b.RequireTls &&
+		a.IncludeRequestAttemptCount == b.IncludeRequestAttemptCount && slices.Equal(a.Routes, b.Routes)
+}
+
+// routes returns vs's routes for the gateway port ctx describes, from the
+// cache when nothing they depend on changed, else translated (and kept).
+// Problems go to r either way, in the order translation finds them.
+func (c *Cache) routes(ctx routeContext, gatewayKey string, r *reporter) []builtRoute {
+	if c == nil {
+		return buildVirtualServiceRoutes(ctx, gatewayKey, r)
+	}
+	key := cacheKey{vs: ctx.vs.Key(), source: ctx.vs.Source, gateway: gatewayKey, port: ctx.port, tls: ctx.tls}
+	c.mu.Lock()
+	c.turn(ctx.push)
+	spec := c.specHash(ctx.vs.Spec)
+	e := c.cur[key]
+	if e == nil {
+		e = c.prev[key]
+	}
+	if e != nil && e.spec == spec && c.depsUnchanged(ctx.push, e.deps) {
+		c.cur[key] = e
+		c.stats.Reused++
+		c.mu.Unlock()
+		for _, p := range e.problems {
+			r.addError(p)
+		}
+		return e.routes
+	}
+	c.stats.Translations++
+	c.mu.Unlock()
+
+	var hosts []string
+	ctx.deps = &hosts
+	sub := &reporter{}
+	routes := buildVirtualServiceRoutes(ctx, gatewayKey, sub)
+	for _, p := range sub.errs {
+		r.addError(p)
+	}
+	e = &cacheEntry{spec: spec, routes: routes, problems: sub.errs}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range hosts {
+		if !slices.ContainsFunc(e.deps, func(d hostDep) bool { return d.host == h }) {
+			e.deps = append(e.deps, hostDep{host: h, fingerprint: c.fingerprint(ctx.push, h)})
+		}
+	}
+	if c.push == ctx.push {
+		c.cur[key] = e
+	}
+	return routes
+}
+
+// turn starts a new generation when push is not the current one. The
+// caller holds mu.
+func (c *Cache) turn(push *model.PushContext) {
+	if c.push == push {
+		return
+	}
+	c.push = push
+	c.prev, c.cur = c.cur, make(map[cacheKey]*cacheEntry, len(c.cur))
+	c.prevSpecs, c.specs = c.specs, make(map[proto.Message]string, len(c.specs))
+	c.hosts = map[string]string{}
+	c.prevVhosts, c.vhosts = c.vhosts, make(map[string][]*routev3.VirtualHost, len(c.vhosts))
+}
+
+// specHash returns the content hash of a spec. The caller
+// holds mu.
+func (c *Cache) specHash(spec proto.Message) string {
+	if h, ok := c.specs[spec]; ok {
+		return h
+	}
+	h, ok := c.prevSpecs[spec]
+	if !ok {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(spec)
+		if err != nil {
+			// Not cacheable: a hash no entry can have.
+			h = fmt.Sprintf("unencodable %p", spec)
+		} else {
+			sum := sha256.Sum256(b)
+			h = hex.EncodeToString(sum[:16])
+		}
+	}
+	c.specs[spec] = h
+	return h
+}
+
+func (c *Cache) depsUnchanged(push *model.PushContext, deps []hostDep) bool {
+	for _, d := range deps {
+		if c.fingerprint(push, d.host) != d.fingerprint {
+			return false
+		}
+	}
+	return true
+}
+
+// fingerprint sums what route translation reads about a destination host:
+// the service's ports and the DestinationRule for it. The caller holds mu.
+func (c *Cache) fingerprint(push *model.PushContext, host string) string {
+	if push != c.push {
+		return c.fingerprintOf(push, host)
+	}
+	if f, ok := c.hosts[host]; ok {
+		return f
+	}
+	f := c.fingerprintOf(push, host)
+	c.hosts[host] = f
+	return f
+}
+
+func (c *Cache) fingerprintOf(push *model.PushContext, host string) string {
+	var b []byte
+	if svc := push.ServiceForHost(host); svc != nil {
+		for _, p := range svc.Ports {
+			b = strconv.AppendUint(b, uint64(p.Number), 10)
+			b = append(b, '/')
+			b = append(b, p.Name...)
+			b = append(b, '/')
+			b = append(b, p.Protocol...)
+			b = append(b, ';')
+		}
+	} else {
+		b = append(b, "no service;"...)
+	}
+	if dr := push.DestinationRuleForHost(host); dr != nil {
+		b = append(b, dr.Namespace...)
+		b = append(b, '/')
+		b = append(b, dr.Name...)
+		b = append(b, '/')
+		b = append(b, c.specHash(dr.Spec)...)
+	}
+	return string(b)
+}

@@ -1,0 +1,145 @@
+package route
+
+import (
+	"strings"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+)
+
+// cachedBuild translates docs through cache as a new push and asserts the
+// result equals an uncached translation of the same push, errors
+// included.
+func cachedBuild(t *testing.T, cache *Cache, docs ...string) ([]*routev3.RouteConfiguration, []*config.Error) {
+	t.Helper()
+	cfgs, perrs := manifest.Parse("test.yaml", []byte(strings.Join(docs, "\n---\n")), manifest.Options{})
+	if len(perrs) > 0 {
+		t.Fatalf("parse: %v", perrs)
+	}
+	push := model.NewPushContext(memory.New(cfgs))
+	mg := model.MergeGateways(push.Gateways())
+	got, errs := BuildGatewayRoutesCached(push, mg, cache)
+	want, wantErrs := BuildGatewayRoutes(push, mg)
+	if len(got) != len(want) {
+		t.Fatalf("cached: %d route configs, uncached %d", len(got), len(want))
+	}
+	for i := range got {
+		if !proto.Equal(got[i], want[i]) {
+			t.Errorf("cached %s differs from uncached:\n%v\n%v", want[i].GetName(), got[i], want[i])
+		}
+	}
+	if errString(errs) != errString(wantErrs) {
+		t.Errorf("cached errors differ:\n%s---\nuncached:\n%s", errString(errs), errString(wantErrs))
+	}
+	return got, errs
+}
+
+const weighted = `
+  - route:
+    - destination: {host: reviews.default.svc.cluster.local, subset: v1}
+      weight: %s
+    - destination: {host: reviews.default.svc.cluster.local, subset: v2}
+      weight: %s
+`
+
+func TestCacheRetranslatesOnlyTheChangedVirtualService(t *testing.T) {
+	c := NewCache()
+	a := vs("a", "[a.com]", strings.NewReplacer("%s", "50").Replace(weighted))
+	b := vs("b", "[b.com]", `
+  - route: [{destination: {host: ratings.default.svc.cluster.local}}]
+`)
+	rcs1, _ := cachedBuild(t, c, fixtures, gatewayYAML, a, b)
+	if st := c.Stats(); st.Translations != 2 || st.Reused != 0 {
+		t.Fatalf("cold: %+v, want 2 translations", st)
+	}
+	a2 := vs("a", "[a.com]", strings.Replace(strings.Replace(weighted, "%s", "90", 1), "%s", "10", 1))
+	rcs2, _ := cachedBuild(t, c, fixtures, gatewayYAML, a2, b)
+	if st := c.Stats(); st.Translations != 3 || st.Reused != 1 {
+		t.Fatalf("after changing a: %+v, want 1 more translation and 1 reuse", st)
+	}
+	rc1, rc2 := routeConfig(t, rcs1, "http.80"), routeConfig(t, rcs2, "http.80")
+	if vhost(t, rc1, "b.com:80") != vhost(t, rc2, "b.com:80") {
+		t.Error("the unchanged VirtualService's virtual host is a new object; want the cached one")
+	}
+	if vhost(t, rc1, "a.com:80") == vhost(t, rc2, "a.com:80") {
+		t.Error("the changed VirtualService's virtual host was reused")
+	}
+	if w := onlyWeight(t, vhost(t, rc2, "a.com:80")); w != 90 {
+		t.Errorf("a's first weight = %d, want 90", w)
+	}
+}
+
+func onlyWeight(t *testing.T, vh *routev3.VirtualHost) uint32 {
+	t.Helper()
+	if len(vh.GetRoutes()) != 1 {
+		t.Fatalf("%d routes", len(vh.GetRoutes()))
+	}
+	return vh.GetRoutes()[0].GetRoute().GetWeightedClusters().GetClusters()[0].GetWeight().GetValue()
+}
+
+// A VirtualService's routes depend on the DestinationRule of the hosts it
+// names (subsets, hash policies) and on their services' ports: a change
+// to either translates it again, though the VirtualService is unchanged.
+func TestCacheFollowsDestinationRulesAndServices(t *testing.T) {
+	c := NewCache()
+	v := vs("v", "[foo.com]", `
+  - match: [{uri: {prefix: /sub}}]
+    route: [{destination: {host: reviews.default.svc.cluster.local, subset: v2}}]
+  - route: [{destination: {host: ratings.default.svc.cluster.local}}]
+`)
+	if _, errs := cachedBuild(t, c, fixtures, gatewayYAML, v); len(errs) != 0 {
+		t.Fatalf("errors: %s", errString(errs))
+	}
+	noV2 := strings.Replace(fixtures, ", {name: v2, labels: {version: v2}}", "", 1)
+	_, errs := cachedBuild(t, c, noV2, gatewayYAML, v)
+	if !hasError(errs, false, "spec.http[0].route[0].destination.subset", `subset "v2" is not defined`) {
+		t.Errorf("subset removed from the DestinationRule: errors = %s", errString(errs))
+	}
+	if st := c.Stats(); st.Translations != 2 {
+		t.Errorf("%+v: want the VirtualService translated again after its DestinationRule changed", st)
+	}
+	twoPorts := strings.Replace(noV2, "ports: [{number: 8080, name: http, protocol: HTTP}]",
+		"ports: [{number: 8080, name: http, protocol: HTTP}, {number: 8081, name: http-b, protocol: HTTP}]", 1)
+	_, errs = cachedBuild(t, c, twoPorts, gatewayYAML, v)
+	if !hasError(errs, false, "spec.http[1].route[0].destination.port", "is required") {
+		t.Errorf("ratings got a second port: errors = %s", errString(errs))
+	}
+	if st := c.Stats(); st.Translations != 3 {
+		t.Errorf("%+v: want the VirtualService translated again after its service's ports changed", st)
+	}
+	// Unchanged again: reused, and its problems are still reported.
+	_, errs = cachedBuild(t, c, twoPorts, gatewayYAML, v)
+	if st := c.Stats(); st.Translations != 3 || st.Reused != 1 {
+		t.Errorf("%+v: want the last translation reused", st)
+	}
+	if !hasError(errs, false, "spec.http[1].route[0].destination.port", "is required") {
+		t.Errorf("reused translation lost its problems: %s", errString(errs))
+	}
+}
+
+// sameVirtualHost must compare every field assembleVirtualHost sets; a
+// field added there and not here would let a changed virtual host be
+// taken for an old one.
+func TestSameVirtualHostComparesEveryAssembledField(t *testing.T) {
+	r := &routev3.Route{Name: "r"}
+	vh := assembleVirtualHost(&virtualHost{host: "foo.com", requireTLS: true,
+		contribs: []contribution{{vs: &config.Config{}, routes: []builtRoute{{route: r}}}}}, 80, &reporter{})
+	set := map[string]bool{}
+	vh.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		set[string(fd.Name())] = true
+		return true
+	})
+	compared := map[string]bool{"name": true, "domains": true, "require_tls": true, "include_request_attempt_count": true, "routes": true}
+	for f := range set {
+		if !compared[f] {
+			t.Errorf("assembleVirtualHost sets %s, which sameVirtualHost does not compare", f)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package xds
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// countingEndpoints is the real generator counting endpoint builds.
+type countingEndpoints struct {
+	CoreGenerator
+	full, partial, partialAssignments atomic.Int32
+}
+
+func (g *countingEndpoints) BuildEndpoints(push *model.PushContext) EndpointResources {
+	g.full.Add(1)
+	return g.CoreGenerator.BuildEndpoints(push)
+}
+
+func (g *countingEndpoints) BuildEndpointsFor(push *model.PushContext, sources map[config.Key]struct{}) EndpointResources {
+	g.partial.Add(1)
+	r := g.CoreGenerator.BuildEndpointsFor(push, sources)
+	g.partialAssignments.Add(int32(len(r.Endpoints)))
+	return r
+}
+
+func partialWorkload(addr string) []config.Config {
+	cs := base()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		ip := "10.2.0.1"
+		if n == "a" {
+			ip = addr
+		}
+		cs = append(cs, serviceEntry("default", "svc-"+n, "svc-"+n+".default.svc.cluster.local", 80, ip))
+	}
+	return cs
+}
+
+// An endpoints-only push naming one service rebuilds that service's
+// assignment alone, sends it (delta: it alone) to the proxies subscribed
+// to it, and sends nothing to a proxy that is not.
+func TestEndpointChangeTouchesOnlyItsSubscribers(t *testing.T) {
+	const changed = "outbound|80||svc-a.default.svc.cluster.local"
+	gen := &countingEndpoints{}
+	h := newHarnessWith(t, newTestStore(partialWorkload("10.2.0.1")...), func(o *Options) { o.Generator = gen })
+	h.syncAndWait()
+
+	all := h.connect(nodeID("all"), ingressLabels)
+	first := all.syncAll()
+	edsNames := resourceNames(t, first[resource.EndpointType])
+	if !slices.Contains(edsNames, changed) {
+		t.Fatalf("EDS names %v lack %s", edsNames, changed)
+	}
+	others := h.connect(nodeID("others"), ingressLabels)
+	others.subscribe(resource.ClusterType)
+	others.ack(others.next(resource.ClusterType))
+	others.subscribe(resource.EndpointType, slices.DeleteFunc(slices.Clone(edsNames), func(n string) bool { return n == changed })...)
+	others.ack(others.next(resource.EndpointType))
+	d := h.connectDelta(nodeID("delta"), ingressLabels, nil)
+	d.syncEnvoy(edsNames, []string{"http.80"})
+
+	h.store.set(partialWorkload("10.2.0.99")...)
+	h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
+		ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "svc-a"}: {}}})
+
+	eds := all.next(resource.EndpointType)
+	all.ack(eds)
+	if got := resourceNames(t, eds); !slices.Equal(got, edsNames) {
+		t.Errorf("SotW subscriber got %v, want its whole subscription %v", got, edsNames)
+	}
+	deds := d.next(resource.EndpointType)
+	d.ack(deds)
+	if got := deltaNames(deds); !slices.Equal(got, []string{changed}) || len(deds.GetRemovedResources()) != 0 {
+		t.Errorf("delta subscriber got %v (removed %v), want only %s", got, deds.GetRemovedResources(), changed)
+	}
+	others.barrier() // fails on any EDS response
+	all.barrier()
+	d.barrier(changed)
+
+	if n := gen.full.Load(); n != 0 {
+		t.Errorf("every assignment was rebuilt %d times; want only the changed service's", n)
+	}
+	if n, a := gen.partial.Load(), gen.partialAssignments.Load(); n != 1 || a != 1 {
+		t.Errorf("partial builds %d with %d assignments, want 1 with 1", n, a)
+	}
+	v := h.snapshot(nodeID("all"))
+	if v.sets[edsIdx].changed == nil {
+		t.Error("the endpoint set does not record what changed")
+	}
+	if _, ok := v.sets[edsIdx].changed[changed]; !ok || len(v.sets[edsIdx].changed) != 1 {
+		t.Errorf("changed = %v, want only %s", v.sets[edsIdx].changed, changed)
+	}
+
+	// A second change of the same service takes the same path, from the
+	// set the first produced.
+	h.store.set(partialWorkload("10.2.0.100")...)
+	h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
+		ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "svc-a"}: {}}})
+	all.ack(all.next(resource.EndpointType))
+	deds = d.next(resource.EndpointType)
+	d.ack(deds)
+	if got := deltaNames(deds); !slices.Equal(got, []string{changed}) {
+		t.Errorf("second change: delta subscriber got %v", got)
+	}
+	others.barrier()
+	if n := gen.full.Load(); n != 0 {
+		t.Errorf("second change rebuilt every assignment")
+	}
+}
+
+// A request naming a service whose clusters changed shape (here: a name
+// that is no service) falls back to rebuilding every assignment.
+func TestEndpointChangeOfUnknownSourceRebuildsAll(t *testing.T) {
+	gen := &countingEndpoints{}
+	h := newHarnessWith(t, newTestStore(partialWorkload("10.2.0.1")...), func(o *Options) { o.Generator = gen })
+	h.syncAndWait()
+	a := h.connect(nodeID("a"), ingressLabels)
+	a.syncAll()
+	h.store.set(partialWorkload("10.2.0.7")...)
+	h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
+		ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "gone"}: {}}})
+	a.ack(a.next(resource.EndpointType))
+	if gen.full.Load() != 1 || gen.partial.Load() != 0 {
+		t.Errorf("full %d partial %d, want one full rebuild", gen.full.Load(), gen.partial.Load())
+	}
+}
