@@ -92,6 +92,8 @@ type Controller struct {
 	mu      sync.RWMutex
 	objects map[config.Key]config.Config
 	byKind  map[schema.Kind][]config.Config
+	// stale marks the kinds whose byKind list misses recent events.
+	stale   map[schema.Kind]bool
 	invalid map[config.Key][]*config.Error
 
 	// handlers is touched only by queue tasks.
@@ -136,6 +138,7 @@ func New(opts Options) (*Controller, error) {
 		validate: opts.validate,
 		objects:  map[config.Key]config.Config{},
 		byKind:   map[schema.Kind][]config.Config{},
+		stale:    map[schema.Kind]bool{},
 		invalid:  map[config.Key][]*config.Error{},
 		handlers: map[schema.Kind][]model.EventHandler{},
 		syncedCh: make(chan struct{}),
@@ -191,8 +194,15 @@ func (c *Controller) Get(kind schema.Kind, namespace, name string) *config.Confi
 // namespace then name.
 func (c *Controller) List(kind schema.Kind, namespace string) []config.Config {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	all := c.byKind[kind]
+	all, stale := c.byKind[kind], c.stale[kind]
+	c.mu.RUnlock()
+	if stale {
+		c.mu.Lock()
+		all = c.sortedLocked(kind)
+		c.mu.Unlock()
+	}
+	// all is never modified once built (a rebuild makes a new slice), so
+	// it is read here without the lock.
 	if namespace == "" {
 		return slices.Clone(all)
 	}
