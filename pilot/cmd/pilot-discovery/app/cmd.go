@@ -37,6 +37,7 @@ func newDiscoveryCommand() *cobra.Command {
 // discoveryCommand binds the flags to opts.
 func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	var logLevel, logFormat string
+	gatewayAPI := !opts.GatewayAPI.Disabled
 	cmd := &cobra.Command{
 		Use:   "discovery",
 		Short: "Serve Envoy gateways over ADS",
@@ -54,6 +55,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 				return usageError(cmd, "--config-dir and --kubeconfig are both set: choose one config source, a folder of YAML (file mode) or a Kubernetes cluster")
 			}
 			applyModeDefaults(cmd, opts)
+			opts.GatewayAPI.Disabled = !gatewayAPI
 			s, err := bootstrap.NewServer(*opts)
 			if err != nil {
 				return err
@@ -83,6 +85,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.StringVar(&opts.Ingress.Class, "ingress-class", "", "legacy kubernetes.io/ingress.class value to handle, besides IngressClasses naming controller wayfinder.io/ingress-controller")
 	f.StringVar(&opts.Ingress.Service, "ingress-service", "istio-system/istio-ingressgateway", "gateway Service (namespace/name) whose addresses are written to Ingress status")
 	f.BoolVar(&opts.Ingress.Disabled, "disable-ingress", false, "do not translate Kubernetes Ingresses or write their status")
+	f.BoolVar(&gatewayAPI, "gateway-api", true, "serve the Kubernetes Gateway API (GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, ReferenceGrant) in both modes; false: no Gateway API informers and no conversion")
 	f.StringVar(&opts.PodName, "pod-name", "", "this replica's pod name, for the Lease electing the Ingress status writer (downward API)")
 	f.StringVar(&opts.PodNamespace, "pod-namespace", "", "this replica's namespace, where that Lease lives (downward API)")
 	f.DurationVar(&opts.Debounce.LeadingDelay, "debounce-first", 10*time.Millisecond, "delay before pushing a lone change after a quiet spell; changes in a burst wait --debounce-after (0: always wait --debounce-after)")

@@ -107,12 +107,16 @@ type Controller struct {
 	// index serves Get and List; rebuilt with objects on every scan.
 	index *memory.Store
 	errs  []*config.Error
+	// gatewayAPI are the Gateway API objects in force (gatewayapi.go).
+	gatewayAPI []manifest.GatewayAPIObject
 
 	// handlers and delivered are touched only by queue tasks, which run one
 	// at a time and in order: delivered is exactly what handlers have been
 	// told, so a late handler is replayed precisely that, no more, no less.
 	handlers  map[schema.Kind][]model.EventHandler
 	delivered map[config.Key]config.Config
+	// gatewayHandlers run after a scan that changed gatewayAPI.
+	gatewayHandlers []func()
 
 	syncMu      sync.Mutex
 	loaded      bool // the initial load's events have run
