@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
 
@@ -14,7 +13,7 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	gatewayapicrds "github.com/wayfinder-dev/wayfinder/manifests/crds/gateway-api"
+	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -156,7 +155,8 @@ func (o *object) versionOf() string {
 	return v
 }
 
-// gatewayAPISchemas are the spec schemas of the embedded CRDs, by
+// gatewayAPISchemas are the spec schemas of the CRDs of
+// manifests/crds/gateway-api (embedded: the very files users apply), by
 // "Kind/version", loaded once on first use.
 var gatewayAPISchemas = sync.OnceValues(loadGatewayAPISchemas)
 
@@ -174,15 +174,12 @@ func gatewayAPISchema(kind, version string) (*openAPISchema, error) {
 
 func loadGatewayAPISchemas() (map[string]*openAPISchema, error) {
 	out := map[string]*openAPISchema{}
-	files, err := fs.Glob(gatewayapicrds.FS, "*.yaml")
+	docs, err := manifests.GatewayAPICRDs()
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		data, err := gatewayapicrds.FS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
+	for _, d := range docs {
+		data := d.YAML
 		var crd struct {
 			Spec struct {
 				Names    struct{ Kind string } `json:"names"`
@@ -196,7 +193,7 @@ func loadGatewayAPISchemas() (map[string]*openAPISchema, error) {
 			} `json:"spec"`
 		}
 		if err := yaml.Unmarshal(data, &crd); err != nil {
-			return nil, fmt.Errorf("gateway API CRD %s: %w", f, err)
+			return nil, fmt.Errorf("gateway API CRD %s: %w", d, err)
 		}
 		for _, v := range crd.Spec.Versions {
 			if !v.Served {
