@@ -124,13 +124,30 @@
 // route no listener accepted are resolved all the same, silently, for its
 // ResolvedRefs.
 //
+// Generated names longer than 63 characters (a long Gateway, listener or
+// hostname) are cut and end with a hash of the whole (names.go), so they
+// stay valid DNS-1123 labels, unique and stable.
+//
+// # Sources
+//
+// Controller reads the objects from informers (Kubernetes mode). Which
+// kinds are served is asked of discovery at start and again whenever a
+// Gateway API CustomResourceDefinition appears or changes (crds.go), so a
+// CRD installed after start is watched without a restart; readiness never
+// waits for a kind that is not installed. StaticSource (static.go) runs the
+// same ConvertWithStatus on objects given by its caller: file mode's
+// folder (pkg/config/manifest parses and checks them against the CRD
+// schemas), with Services answered from the folder's ServiceEntries
+// (ServicesFromEntries). It writes no status; both sources' Status is what
+// /debug/configz shows.
+//
 // # Not yet
 //
 // Status addresses, automated
-// deployment of the gateway proxies, file mode, certificates of another
+// deployment of the gateway proxies, certificates of another
 // namespace (even with a ReferenceGrant: the SDS seam reads a Gateway's own
-// namespace), backends that are ServiceEntries, a 500 for the share of an
-// invalid backend among valid ones (its weight goes to the others), and
-// Gateway API kinds whose CRD is installed after start (picked up at the
-// next restart).
+// namespace), backends that are ServiceEntries by hostname, and a 500 for
+// the share of an invalid backend among valid ones (its weight goes to the
+// others). File mode has no Namespace objects: an allowedRoutes Selector
+// sees no labels there.
 package gateway
