@@ -170,6 +170,23 @@ spec:
 		}
 	}
 
+	// A half-written route file (a document that does not parse) keeps
+	// the route it had, as for Istio config.
+	e.write("route.yaml", httpRouteYAML("shop", "/api")+"---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: [\n")
+	waitConfigz(t, e, "the parse error of route.yaml", func(cz xds.Configz) bool {
+		return slices.ContainsFunc(cz.Errors, func(e xds.ConfigzError) bool { return strings.Contains(e.Source, "route.yaml") })
+	})
+	// A later change, pushed after the broken file was taken in: the
+	// route is still there with it.
+	e.write("later.yaml", httpRouteYAML("later", "/later"))
+	s = waitFor(t, edge, "the later route", func(s adsc.State) bool {
+		return hasPathPrefix(s, "http.8080", "shop.example.com:8080", "/later")
+	})
+	if !hasPathPrefix(s, "http.8080", "shop.example.com:8080", "/api") {
+		t.Errorf("the route was withdrawn by a file that does not parse: %s", describe(s))
+	}
+	e.remove("later.yaml")
+
 	// An edit is pushed; the first route stays served throughout.
 	e.write("route.yaml", httpRouteYAML("shop", "/api")+"---\n"+httpRouteYAML("shop2", "/cart"))
 	waitFor(t, edge, "the second route", func(s adsc.State) bool {

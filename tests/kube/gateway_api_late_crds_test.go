@@ -13,6 +13,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	cfgschema "github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
 )
 
@@ -101,4 +102,43 @@ func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
 		d2, ok2 := condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs")
 		return d1 + "; " + d2, ok1 && ok2
 	})
+}
+
+// --gateway-api=false in Kubernetes mode: with the CRDs installed and a
+// Gateway and HTTPRoute of a handled class, nothing is converted (no
+// generated config in the store, no listener for the Gateway's proxy).
+func TestGatewayAPIOffInKubernetesMode(t *testing.T) {
+	c, ns := newCluster(t, "gwapi-off")
+	gwc, err := gwclient.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	api := gwc.GatewayV1()
+	className := ns + "-wayfinder"
+	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	if _, err := api.Gateways(ns).Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{{
+			Name: "http", Port: 80, Protocol: gw.HTTPProtocolType,
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	server := startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
+		GatewayAPI: bootstrap.GatewayAPIOptions{Disabled: true}})
+	proxy := gatewayProxy(t, server.GRPCAddr().String(), ns, "edge-1", "edge")
+	s := waitFor(t, proxy, "a first listener answer", func(s adsc.State) bool { return s.Types[adsc.ListenerType].ACKs > 0 })
+	if len(s.Listeners) != 0 {
+		t.Errorf("the Gateway was served with the Gateway API off: %s", describe(s))
+	}
+	if got := server.Store().List(cfgschema.Gateway, ns); len(got) != 0 {
+		t.Errorf("generated Gateways with the Gateway API off: %v", got)
+	}
 }
