@@ -202,10 +202,18 @@ spec:
 // appears later resolves the route without touching the route's file.
 func TestGatewayAPIFileModeBackendFromServiceEntry(t *testing.T) {
 	e := newEnv(t, map[string]string{"gwapi.yaml": gatewayAPIYAML, "route.yaml": httpRouteYAML("shop", "/api")})
-	waitConfigz(t, e, "BackendNotFound", func(cz xds.Configz) bool {
+	cz := waitConfigz(t, e, "BackendNotFound", func(cz xds.Configz) bool {
 		return cz.GatewayAPI != nil && len(cz.GatewayAPI.Routes) == 1 && len(cz.GatewayAPI.Routes[0].Parents) == 1 &&
 			hasReason(cz.GatewayAPI.Routes[0].Parents[0].Conditions, "ResolvedRefs", "BackendNotFound")
 	})
+	// The conversion's error names the file and document, the object and
+	// the field.
+	if !slices.ContainsFunc(cz.Errors, func(e xds.ConfigzError) bool {
+		return strings.HasSuffix(e.Source, "route.yaml (document 1)") && e.Field == "spec.rules[0].backendRefs[0]" &&
+			strings.Contains(e.Message, "HTTPRoute default/shop")
+	}) {
+		t.Errorf("no error naming route.yaml, the route and the backendRef: %+v", cz.Errors)
+	}
 	e.write("services.yaml", servicesYAML)
 	waitConfigz(t, e, "ResolvedRefs once the ServiceEntry exists", func(cz xds.Configz) bool {
 		return len(cz.GatewayAPI.Routes) == 1 && hasCondition(cz.GatewayAPI.Routes[0].Parents[0].Conditions, "ResolvedRefs", "True")

@@ -48,17 +48,23 @@ func newFileStore(opts Options) (*fileStore, *file.Controller, error) {
 		fs.aggregateStore = newAggregateStore([]model.ConfigStoreController{fc})
 		return fs, fc, nil
 	}
+	// where maps each object of the last Input to its file and document;
+	// Input and Locate run one after the other on the queue.
+	var where map[string]string
 	gs, err := gateway.NewStaticSource(gateway.StaticOptions{
 		Input: func() (gateway.Input, error) {
 			objs := fc.GatewayAPIObjects()
 			list := make([]metav1.Object, 0, len(objs))
+			where = make(map[string]string, len(objs))
 			for _, o := range objs {
 				list = append(list, o.Object)
+				where[gateway.Source(o.Kind.Name, o.Object)] = o.Source
 			}
 			in := gateway.InputOf(list)
 			in.Services = gateway.ServicesFromEntries(fc, opts.DomainSuffix)
 			return in, nil
 		},
+		Locate: func(object string) string { return where[object] },
 		Queue: q, Convert: gateway.Options{DomainSuffix: opts.DomainSuffix}, Logger: opts.Logger,
 	})
 	if err != nil {

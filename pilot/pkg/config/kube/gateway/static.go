@@ -30,6 +30,11 @@ type StaticOptions struct {
 	Queue *queue.Queue
 	// Convert tunes conversion.
 	Convert Options
+	// Locate, when set, gives where an object named as conversion names
+	// it ("HTTPRoute ns/name", see Source) was read from (file mode: "FILE
+	// (document N)"), so that its problems name the file too; "" keeps
+	// the object's name as the error's source.
+	Locate func(object string) string
 	// Clock dates status conditions; default the real clock.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -93,10 +98,22 @@ func (s *StaticSource) convert() ([]config.Config, []*config.Error, error) {
 	s.mu.Lock()
 	s.status = res.Status
 	s.mu.Unlock()
-	for _, e := range res.Errors {
+	errs := res.Errors
+	if s.opts.Locate != nil {
+		errs = make([]*config.Error, len(res.Errors))
+		for i, e := range res.Errors {
+			errs[i] = e
+			if loc := s.opts.Locate(e.Source); loc != "" {
+				located := *e
+				located.Source, located.Message = loc, e.Message+" ("+e.Source+")"
+				errs[i] = &located
+			}
+		}
+	}
+	for _, e := range errs {
 		s.log.Warn("Gateway API object not fully converted", "error", e.Error())
 	}
-	return res.Configs, res.Errors, nil
+	return res.Configs, errs, nil
 }
 
 // Status is the status computed by the last conversion.
