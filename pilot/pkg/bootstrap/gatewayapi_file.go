@@ -65,7 +65,7 @@ func newFileStore(opts Options) (*fileStore, *file.Controller, error) {
 			return in, nil
 		},
 		Locate: func(object string) string { return where[object] },
-		Queue: q, Convert: gateway.Options{DomainSuffix: opts.DomainSuffix}, Logger: opts.Logger,
+		Queue:  q, Convert: gateway.Options{DomainSuffix: opts.DomainSuffix}, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway API: %w", err)
