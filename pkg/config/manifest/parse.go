@@ -1,5 +1,7 @@
 // Package manifest parses multi-document Kubernetes-style YAML into typed
-// config objects. It only parses; semantic checks live in
+// config objects: Istio config, and Kubernetes Gateway API objects, which
+// it checks against their CRDs' schemas as an API server would on create
+// (gatewayapi.go, openapi.go). Semantic checks of Istio config live in
 // pkg/config/validation.
 package manifest
 

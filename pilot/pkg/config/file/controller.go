@@ -1,6 +1,8 @@
 // Package file is the file-mode config source: it reads Istio networking
 // config from a directory of YAML/JSON manifests, keeps it in memory, and
 // tells registered handlers about every object added, updated or deleted.
+// Kubernetes Gateway API objects of the same folder are kept alongside
+// (gatewayapi.go) for the Gateway API source to convert.
 //
 // A broken edit must never take config away from running proxies, so a
 // file that fails to parse keeps the objects it last contributed, an object
