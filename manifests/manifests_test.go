@@ -255,8 +255,9 @@ func expand(groupResources []string, verbs ...string) []string {
 	return out
 }
 
-// The RBAC is least privilege: list and watch on what the controller reads,
-// update on the status of Ingresses, Istio and Gateway API objects only, Events, TokenReviews and
+// The RBAC is least privilege: list and watch on what the controller reads
+// (and get on CustomResourceDefinitions, whose metadata is watched for
+// Gateway API CRDs installed after start), update on the status of Ingresses, Istio and Gateway API objects only, Events, TokenReviews and
 // SubjectAccessReviews, and in its own namespace a Lease and the CA's
 // Secret and ConfigMap; no wildcards, no get on Secrets by name elsewhere,
 // nothing else.
@@ -274,6 +275,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"gateway.networking.k8s.io/referencegrants",
 	}
 	want := expand(read, "list", "watch")
+	want = append(want, expand([]string{"apiextensions.k8s.io/customresourcedefinitions"}, "get", "list", "watch")...)
 	want = append(want, "networking.k8s.io/ingresses/status:update")
 	want = append(want, expand([]string{"networking.istio.io/gateways/status", "networking.istio.io/virtualservices/status",
 		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status"}, "update")...)

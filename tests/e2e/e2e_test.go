@@ -121,8 +121,10 @@ func TestSamplesServedAndCleanShutdown(t *testing.T) {
 	if len(cz.Errors) != 0 {
 		t.Errorf("the bundled samples have config errors: %+v", cz.Errors)
 	}
-	if len(cz.Configs) != 8 {
-		t.Errorf("configz has %d objects, want the samples' 8", len(cz.Configs))
+	// The samples' 8 Istio objects, and the Gateway and VirtualService
+	// their Gateway API example converts to.
+	if len(cz.Configs) != 10 {
+		t.Errorf("configz has %d objects, want the samples' 8 and 2 converted from the Gateway API", len(cz.Configs))
 	}
 	if code, _ := httpGet(t, "http://"+p.HTTPAddr+"/healthz/ready"); code != 200 {
 		t.Errorf("ready %d", code)

@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"fmt"
 
+	"k8s.io/client-go/metadata"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
@@ -16,8 +17,14 @@ func gatewayAPISource(c KubeClients, domainSuffix string) (*gateway.Controller, 
 	if err != nil {
 		return nil, fmt.Errorf("gateway API client: %w", err)
 	}
+	// CRDs are watched (metadata only) so that Gateway API kinds installed
+	// after start are served without a restart.
+	meta, err := metadata.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
 	return gateway.NewController(gateway.ControllerOptions{
-		Client: client, Kube: c.Kube, Istio: c.Istio, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
+		Client: client, Kube: c.Kube, Istio: c.Istio, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
 		Convert: gateway.Options{DomainSuffix: domainSuffix},
 	})
 }

@@ -160,12 +160,16 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	if m.ingress != nil {
 		sources = append(sources, m.ingress)
 	}
-	gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix)
-	if err != nil {
-		return fail(err)
+	if !opts.GatewayAPI.Disabled {
+		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix)
+		if err != nil {
+			return fail(err)
+		}
+		m.gatewayAPI = gwapi
+		sources = append(sources, gwapi)
+	} else {
+		opts.Logger.Info("the Gateway API is off (--gateway-api=false): its kinds are not watched")
 	}
-	m.gatewayAPI = gwapi
-	sources = append(sources, gwapi)
 	for i, build := range opts.ExtraKubeSources {
 		src, err := build(m.clients)
 		if err != nil {

@@ -51,6 +51,8 @@ type Options struct {
 	GatewayDeploy gatewaydeploy.Options
 	// Ingress configures Kubernetes Ingress support.
 	Ingress IngressOptions
+	// GatewayAPI configures the Kubernetes Gateway API (both modes).
+	GatewayAPI GatewayAPIOptions
 	// PodName and PodNamespace identify this replica (from the downward
 	// API) for the Lease that elects the one writing Ingress status.
 	PodName      string

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
@@ -83,15 +82,16 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.SecretAuthorizer = kube.secretAuthorizer()
 		if kube.gatewayAPI != nil {
 			xopts.GatewaySecretGrants = kube.gatewayAPI
+			xopts.GatewayAPIStatus = kube.gatewayAPI.Status
 		}
 	} else {
-		fc, err := file.New(file.Options{Dir: opts.ConfigDir, RescanInterval: opts.RescanInterval,
-			Settle: opts.ConfigSettle, EmptyGrace: opts.ConfigEmptyGrace, Logger: opts.Logger})
+		fs, _, err := newFileStore(opts)
 		if err != nil {
 			return nil, fmt.Errorf("config source: %w", err)
 		}
-		store = fc
-		xopts.Store, xopts.Errors = fc, fc
+		store = fs
+		xopts.Store, xopts.Errors = fs, fs
+		xopts.GatewayAPIStatus = fs.gatewayAPIStatus()
 	}
 	sec, err := newSecureParts(opts, kube, registry)
 	if err != nil {

@@ -29,6 +29,9 @@ type Configz struct {
 	// Status is, per object used by a gateway or with a problem, what is
 	// written to its status in Kubernetes mode (see object_status.go).
 	Status []ConfigzStatus `json:"status"`
+	// GatewayAPI is the status of the Gateway API objects handled (see
+	// debug_gatewayapi.go); absent when the Gateway API is off.
+	GatewayAPI *GatewayAPIz `json:"gatewayAPI,omitempty"`
 }
 
 // ConfigzObject is one config object.
@@ -80,6 +83,7 @@ func (s *DiscoveryServer) handleConfigz(w http.ResponseWriter, _ *http.Request) 
 	}
 	out.SecretRefusals = s.secretRefusals()
 	out.Status = s.configzStatus()
+	out.GatewayAPI = s.gatewayAPIz()
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
+	gwapi "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
@@ -70,6 +71,9 @@ type Options struct {
 	AuthFailures *security.Failures
 	// Limits bound what one client can cost; zero fields are defaults.
 	Limits Limits
+	// GatewayAPIStatus, when set, is the status the Gateway API source's
+	// last conversion computed, shown by /debug/configz.
+	GatewayAPIStatus func() gwapi.Status
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -89,6 +93,8 @@ type DiscoveryServer struct {
 	// debugAuth and authFailures are Options.DebugAuth and AuthFailures.
 	debugAuth    *security.DebugAuth
 	authFailures *security.Failures
+	// gatewayAPIStatus is Options.GatewayAPIStatus.
+	gatewayAPIStatus func() gwapi.Status
 
 	// intern keeps each generated resource's marshaled form; see resources.go.
 	intern *interner
@@ -160,21 +166,22 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		opts.Debounce.Clock = opts.Clock
 	}
 	s := &DiscoveryServer{
-		store:         opts.Store,
-		registries:    opts.Registries,
-		errors:        opts.Errors,
-		replica:       opts.Replica,
-		gen:           opts.Generator,
-		authz:         opts.SecretAuthorizer,
-		grants:        opts.GatewaySecretGrants,
-		log:           opts.Logger,
-		clock:         opts.Clock,
-		firstPushDone: make(chan struct{}),
-		proxies:       map[string]*proxyState{},
-		streams:       map[streamKey]*streamState{},
-		requests:      map[any]*streamState{},
-		debugAuth:     opts.DebugAuth,
-		authFailures:  opts.AuthFailures,
+		store:            opts.Store,
+		registries:       opts.Registries,
+		errors:           opts.Errors,
+		replica:          opts.Replica,
+		gen:              opts.Generator,
+		authz:            opts.SecretAuthorizer,
+		grants:           opts.GatewaySecretGrants,
+		log:              opts.Logger,
+		clock:            opts.Clock,
+		firstPushDone:    make(chan struct{}),
+		proxies:          map[string]*proxyState{},
+		streams:          map[streamKey]*streamState{},
+		requests:         map[any]*streamState{},
+		debugAuth:        opts.DebugAuth,
+		authFailures:     opts.AuthFailures,
+		gatewayAPIStatus: opts.GatewayAPIStatus,
 	}
 	s.metrics = newMetrics(opts.Registry, s.currentErrors)
 	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(metricType(typeURL)).Inc() })

@@ -1,5 +1,7 @@
 // Package manifest parses multi-document Kubernetes-style YAML into typed
-// config objects. It only parses; semantic checks live in
+// config objects: Istio config, and Kubernetes Gateway API objects, which
+// it checks against their CRDs' schemas as an API server would on create
+// (gatewayapi.go, openapi.go). Semantic checks of Istio config live in
 // pkg/config/validation.
 package manifest
 
@@ -50,13 +52,22 @@ func DocumentSource(file string, index int) string {
 }
 
 // Parse reads every document of data, a file named file. It returns the
-// objects that parsed and one error per document that did not; an error
-// never stops the other documents. Empty documents are skipped.
+// Istio config objects that parsed and one error per document that did
+// not; an error never stops the other documents. Empty documents are
+// skipped. Gateway API documents are checked as ParseAll does (their
+// errors are returned) but not returned: use ParseAll to have them.
 func Parse(file string, data []byte, opts Options) ([]config.Config, []*config.Error) {
+	objs, errs := ParseAll(file, data, opts)
+	return objs.Configs, errs
+}
+
+// ParseAll is Parse, also returning the Kubernetes Gateway API objects
+// (gateway.networking.k8s.io/v1), checked against their CRDs' schemas.
+func ParseAll(file string, data []byte, opts Options) (Objects, []*config.Error) {
 	if opts.DefaultNamespace == "" {
 		opts.DefaultNamespace = "default"
 	}
-	var out []config.Config
+	var out Objects
 	var errs []*config.Error
 	// Documents are numbered as a reader counts them: empty ones (a leading
 	// "---", comments only) do not count.
@@ -73,12 +84,15 @@ func Parse(file string, data []byte, opts Options) ([]config.Config, []*config.E
 		}
 		n++
 		src := DocumentSource(file, n)
-		c, err := parseDocument([]byte(doc), src, firstLine, opts)
-		if err != nil {
+		c, g, err := parseDocument([]byte(doc), src, firstLine, opts)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			continue
+		case g != nil:
+			out.GatewayAPI = append(out.GatewayAPI, *g)
+		default:
+			out.Configs = append(out.Configs, c)
 		}
-		out = append(out, c)
 	}
 	return out, errs
 }
@@ -94,19 +108,35 @@ func stripComments(doc string) string {
 	return b.String()
 }
 
-func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *config.Error) {
+func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *GatewayAPIObject, *config.Error) {
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return config.Config{}, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
+		return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
 	}
 	var obj object
 	dec := json.NewDecoder(bytes.NewReader(js))
 	if err := dec.Decode(&obj); err != nil {
-		return config.Config{}, &config.Error{Source: src, Message: "invalid object: " + err.Error()}
+		return config.Config{}, nil, &config.Error{Source: src, Message: "invalid object: " + err.Error()}
 	}
 	if obj.Kind == "" || obj.APIVersion == "" {
-		return config.Config{}, &config.Error{Source: src, Field: "kind", Message: "apiVersion and kind are required"}
+		return config.Config{}, nil, &config.Error{Source: src, Field: "kind", Message: "apiVersion and kind are required"}
 	}
+	if k, ok, err := schema.GatewayAPIByAPIVersion(obj.APIVersion, obj.Kind); ok {
+		if err != nil {
+			return config.Config{}, nil, &config.Error{Source: src, Field: "apiVersion", Message: err.Error()}
+		}
+		if msg := duplicateKeys(doc, firstLine); msg != "" {
+			return config.Config{}, nil, &config.Error{Source: src, Message: msg + " (" + obj.Kind + " " + obj.Metadata.Name + ")"}
+		}
+		g, gerr := parseGatewayAPI(js, &obj, k, src, opts)
+		return config.Config{}, g, gerr
+	}
+	c, cerr := parseIstio(doc, &obj, src, firstLine, opts)
+	return c, nil, cerr
+}
+
+// parseIstio decodes an Istio config document.
+func parseIstio(doc []byte, obj *object, src string, firstLine int, opts Options) (config.Config, *config.Error) {
 	s, err := schema.ByAPIVersion(obj.APIVersion, obj.Kind)
 	if err != nil {
 		return config.Config{}, &config.Error{Source: src, Field: "apiVersion", Message: err.Error()}

@@ -91,18 +91,35 @@ func applyDocs(ctx context.Context, cfg *rest.Config, opts ApplyOptions, docs []
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// applyCRDs applies manifests/crds (Istio's) and manifests/crds/gateway-api
-// and waits until every CRD is Established, i.e. its resources are served.
-func applyCRDs(ctx context.Context, cfg *rest.Config) error {
+// applyCRDs applies manifests/crds (Istio's) and, unless skipGatewayAPI,
+// manifests/crds/gateway-api, and waits until every CRD is Established,
+// i.e. its resources are served.
+func applyCRDs(ctx context.Context, cfg *rest.Config, skipGatewayAPI bool) error {
 	docs, err := manifests.CRDs()
 	if err != nil {
 		return err
 	}
-	gw, err := manifests.GatewayAPICRDs()
+	if !skipGatewayAPI {
+		gw, err := manifests.GatewayAPICRDs()
+		if err != nil {
+			return err
+		}
+		docs = append(docs, gw...)
+	}
+	return applyCRDDocs(ctx, cfg, docs)
+}
+
+// ApplyGatewayAPICRDs installs manifests/crds/gateway-api on a cluster
+// started with SkipGatewayAPICRDs, and waits until they are Established.
+func (c *Cluster) ApplyGatewayAPICRDs(ctx context.Context) error {
+	docs, err := manifests.GatewayAPICRDs()
 	if err != nil {
 		return err
 	}
-	docs = append(docs, gw...)
+	return applyCRDDocs(ctx, c.RESTConfig(), docs)
+}
+
+func applyCRDDocs(ctx context.Context, cfg *rest.Config, docs []manifests.Document) error {
 	raw := make([][]byte, len(docs))
 	for i, d := range docs {
 		raw[i] = d.YAML

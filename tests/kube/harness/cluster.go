@@ -39,6 +39,9 @@ type Options struct {
 	// including applying the CRDs. Default 2 minutes: a loaded 2-core
 	// machine can take tens of seconds.
 	StartTimeout time.Duration
+	// SkipGatewayAPICRDs leaves the Gateway API CRDs out, for tests that
+	// install them later (ApplyGatewayAPICRDs).
+	SkipGatewayAPICRDs bool
 }
 
 // Cluster is a running etcd and kube-apiserver.
@@ -134,7 +137,7 @@ func (c *Cluster) start() error {
 	if err := writeKubeconfig(c.restrKube, c.api.url(), ca, RestrictedUser, c.api.restrictedToken); err != nil {
 		return err
 	}
-	if err := applyCRDs(ctx, c.RESTConfig()); err != nil {
+	if err := applyCRDs(ctx, c.RESTConfig(), c.opts.SkipGatewayAPICRDs); err != nil {
 		return fmt.Errorf("applying Istio and Gateway API CRDs: %w", err)
 	}
 	return setupRestrictedRoles(ctx, c.Clientset())

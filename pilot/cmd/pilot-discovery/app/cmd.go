@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -76,7 +77,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.StringVar(&opts.Security.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) verifying client certificates on the secure port; identity from their spiffe://TRUST_DOMAIN/ns/NS/sa/SA URI SAN")
 	f.StringSliceVar(&opts.Security.TokenAudiences, "token-audiences", bootstrap.DefaultTokenAudiences, "audiences a ServiceAccount token on the secure port must be for (TokenReview)")
 	f.StringSliceVar(&opts.Security.DebugAdminNamespaces, "debug-admin-namespaces", nil, "namespaces whose ServiceAccount tokens may read every debug endpoint (default: --pod-namespace, istio-system, kube-system)")
-	f.StringVar(&opts.ConfigDir, "config-dir", "", "folder of Istio YAML to serve (file mode); without it config comes from Kubernetes")
+	f.StringVar(&opts.ConfigDir, "config-dir", "", "folder of Istio and Gateway API YAML to serve (file mode); without it config comes from Kubernetes")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read config, Services and EndpointSlices from (Kubernetes mode); empty with no --config-dir means the in-cluster service account")
 	f.StringSliceVar(&opts.WatchNamespaces, "watch-namespaces", nil, "comma-separated namespaces Kubernetes mode watches; empty means all")
 	f.StringVar(&opts.DomainSuffix, "domain-suffix", "cluster.local", "DNS suffix of Kubernetes Service hostnames (NAME.NAMESPACE.svc.SUFFIX)")
@@ -86,6 +87,8 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.StringVar(&opts.Ingress.Class, "ingress-class", "", "legacy kubernetes.io/ingress.class value to handle, besides IngressClasses naming controller wayfinder.io/ingress-controller")
 	f.StringVar(&opts.Ingress.Service, "ingress-service", "istio-system/istio-ingressgateway", "gateway Service (namespace/name) whose addresses are written to Ingress status")
 	f.BoolVar(&opts.Ingress.Disabled, "disable-ingress", false, "do not translate Kubernetes Ingresses or write their status")
+	f.Var(negatedBool{&opts.GatewayAPI.Disabled}, "gateway-api", "serve the Kubernetes Gateway API (GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, ReferenceGrant) in both modes; false: no Gateway API informers and no conversion")
+	f.Lookup("gateway-api").NoOptDefVal = "true"
 	f.StringVar(&opts.PodName, "pod-name", "", "this replica's pod name, for the Lease electing the Ingress status writer (downward API)")
 	f.StringVar(&opts.PodNamespace, "pod-namespace", "", "this replica's namespace, where that Lease lives (downward API)")
 	f.DurationVar(&opts.Debounce.LeadingDelay, "debounce-first", 10*time.Millisecond, "delay before pushing a lone change after a quiet spell; changes in a burst wait --debounce-after (0: always wait --debounce-after)")
@@ -136,3 +139,26 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
+
+// negatedBool is a boolean flag stored negated: --gateway-api (default
+// true) sets GatewayAPIOptions.Disabled, whose zero value is on.
+type negatedBool struct{ p *bool }
+
+func (b negatedBool) String() string {
+	if b.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.p)
+}
+
+func (b negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = !v
+	return nil
+}
+
+func (b negatedBool) Type() string     { return "bool" }
+func (b negatedBool) IsBoolFlag() bool { return true }

@@ -33,3 +33,31 @@ func TestModeDefaults(t *testing.T) {
 		}
 	}
 }
+
+// --gateway-api is on by default; --gateway-api=false turns it off.
+func TestGatewayAPIFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		disabled bool
+	}{
+		{[]string{"--config-dir", "x"}, false},
+		{[]string{"--config-dir", "x", "--gateway-api"}, false},
+		{[]string{"--config-dir", "x", "--gateway-api=false"}, true},
+		{[]string{"--kubeconfig", "k", "--gateway-api=false"}, true},
+	} {
+		opts := &bootstrap.Options{}
+		cmd := discoveryCommand(opts)
+		if err := cmd.Flags().Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if opts.GatewayAPI.Disabled != tc.disabled {
+			t.Errorf("%v: Disabled = %v, want %v", tc.args, opts.GatewayAPI.Disabled, tc.disabled)
+		}
+	}
+	if def := discoveryCommand(&bootstrap.Options{}).Flags().Lookup("gateway-api").DefValue; def != "true" {
+		t.Errorf("--gateway-api default shown as %q, want true", def)
+	}
+	if err := discoveryCommand(&bootstrap.Options{}).Flags().Parse([]string{"--gateway-api=maybe"}); err == nil {
+		t.Error("--gateway-api=maybe accepted")
+	}
+}

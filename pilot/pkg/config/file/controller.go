@@ -1,6 +1,8 @@
 // Package file is the file-mode config source: it reads Istio networking
 // config from a directory of YAML/JSON manifests, keeps it in memory, and
 // tells registered handlers about every object added, updated or deleted.
+// Kubernetes Gateway API objects of the same folder are kept alongside
+// (gatewayapi.go) for the Gateway API source to convert.
 //
 // A broken edit must never take config away from running proxies, so a
 // file that fails to parse keeps the objects it last contributed, an object
@@ -107,12 +109,16 @@ type Controller struct {
 	// index serves Get and List; rebuilt with objects on every scan.
 	index *memory.Store
 	errs  []*config.Error
+	// gatewayAPI are the Gateway API objects in force (gatewayapi.go).
+	gatewayAPI []manifest.GatewayAPIObject
 
 	// handlers and delivered are touched only by queue tasks, which run one
 	// at a time and in order: delivered is exactly what handlers have been
 	// told, so a late handler is replayed precisely that, no more, no less.
 	handlers  map[schema.Kind][]model.EventHandler
 	delivered map[config.Key]config.Config
+	// gatewayHandlers run after a scan that changed gatewayAPI.
+	gatewayHandlers []func()
 
 	syncMu      sync.Mutex
 	loaded      bool // the initial load's events have run

@@ -23,6 +23,8 @@ type fileState struct {
 	// objects are the file's effective objects in document order: those
 	// that parsed and validated, or their last good versions.
 	objects []config.Config
+	// gateway holds the file's Gateway API objects (see gatewayapi.go).
+	gateway gatewayFileState
 	// errs are the file's own problems (read, parse, validation).
 	errs []*config.Error
 	// seen is when each of the file's keys was first seen in it: the
@@ -81,11 +83,14 @@ func (c *Controller) scan(initial bool) {
 		}
 		wake = earliest(wake, at)
 	}
+	c.stampGatewayAPI(files)
 	c.stampFresh(files)
 	c.files = files
 
 	objects, fileProblems := resolve(files)
 	problems = append(problems, fileProblems...)
+	gatewayObjects, gatewayProblems := resolveGatewayAPI(files)
+	problems = append(problems, gatewayProblems...)
 	sortErrors(problems)
 
 	c.mu.Lock()
@@ -93,6 +98,7 @@ func (c *Controller) scan(initial bool) {
 	c.objects = objects
 	c.index = memory.New(slices.Collect(maps.Values(objects)))
 	c.errs = problems
+	gatewayChanged := c.setGatewayAPI(gatewayObjects)
 	c.mu.Unlock()
 
 	// Log before queueing, so whoever sees an event of this scan also sees
@@ -103,6 +109,9 @@ func (c *Controller) scan(initial bool) {
 			c.log.Debug("config changed", "event", ch.event.String(), "key", ch.cur.Key().String(), "source", ch.cur.Source)
 		}
 		c.queue.Push(c.deliver(ch))
+	}
+	if gatewayChanged {
+		c.queue.Push(c.deliverGatewayAPI)
 	}
 	c.setWake(wake)
 	if c.opts.scanned != nil {
@@ -122,7 +131,7 @@ func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, ti
 	if err != nil {
 		st := &fileState{errs: []*config.Error{{Source: p, Message: "cannot read file: " + err.Error()}}}
 		if prev != nil {
-			st.objects, st.seen, st.sum = prev.objects, prev.seen, prev.sum
+			st.objects, st.seen, st.sum, st.gateway = prev.objects, prev.seen, prev.sum, prev.gateway
 		}
 		return st, time.Time{}
 	}
@@ -148,7 +157,7 @@ func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, ti
 		base = nil // never parsed: nothing to keep
 	}
 	st := c.parse(p, data, sum, base)
-	if st.empty && len(prev.objects) > 0 {
+	if st.empty && (len(prev.objects) > 0 || len(prev.gateway.objects) > 0) {
 		if now.Sub(since) < c.opts.EmptyGrace {
 			return prev, since.Add(c.opts.EmptyGrace)
 		}
@@ -160,7 +169,7 @@ func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, ti
 
 // gone handles file p, which held prev, no longer being there.
 func (c *Controller) gone(p string, prev *fileState, now time.Time, initial bool) (*fileState, time.Time) {
-	if prev == nil || initial || len(prev.objects) == 0 {
+	if prev == nil || initial || (len(prev.objects) == 0 && len(prev.gateway.objects) == 0) {
 		return nil, time.Time{}
 	}
 	since, settled := prev.settle([sha256.Size]byte{}, true, now, c.opts.Settle)
@@ -177,9 +186,11 @@ func (c *Controller) gone(p string, prev *fileState, now time.Time, initial bool
 // to keep, so the documents that did parse are used. An object that fails
 // validation keeps its last good version from this file, if any.
 func (c *Controller) parse(p string, data []byte, sum [sha256.Size]byte, prev *fileState) *fileState {
-	objs, parseErrs := manifest.Parse(p, data, c.opts.Parse)
+	parsed, parseErrs := manifest.ParseAll(p, data, c.opts.Parse)
+	objs := parsed.Configs
 	st := &fileState{sum: sum, errs: parseErrs, fresh: true, seen: map[config.Key]time.Time{}}
-	st.empty = len(objs) == 0 && len(parseErrs) == 0
+	st.empty = len(objs) == 0 && len(parsed.GatewayAPI) == 0 && len(parseErrs) == 0
+	st.gateway = newGatewayFileState(parsed.GatewayAPI, prev, keepGatewayPrev(parseErrs, prev))
 	keepPrev := len(parseErrs) > 0 && prev != nil
 	lastGood := map[config.Key]config.Config{}
 	if prev != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
@@ -46,6 +47,10 @@ type ControllerOptions struct {
 	Queue *queue.Queue
 	// Convert tunes conversion.
 	Convert Options
+	// Metadata, when set, watches CustomResourceDefinitions (metadata
+	// only), so that a Gateway API kind whose CRD is installed after start
+	// is watched from then on; nil: such a kind waits for a restart.
+	Metadata metadata.Interface
 	// Clock paces the wait for the first sync; default the real clock.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -60,17 +65,20 @@ type ControllerOptions struct {
 // which generated Gateways and VirtualServices were added, updated or
 // deleted, through the shared queue like every other source.
 //
-// Which kinds are served is discovered once, when Run starts: a kind whose
-// CRD is not installed is skipped with one log line and never holds back
-// readiness. A CRD installed later is picked up at the next restart.
+// Which kinds are served is discovered when Run starts: a kind whose CRD
+// is not installed is skipped with one log line and never holds back
+// readiness. With ControllerOptions.Metadata, a Gateway API CRD installed
+// later is noticed and its kind watched from then on, without a restart.
 type Controller struct {
 	*generated.Source // the generated config, served to the model
 	opts              ControllerOptions
 	log               *slog.Logger
 
-	mu        sync.RWMutex
-	lists     lists
-	factories []generated.Factory
+	mu    sync.RWMutex
+	lists lists
+	// watchMu serialises watch; watched are the resources it watches.
+	watchMu sync.Mutex
+	watched map[string]bool
 	// status is the status computed by the last conversion (guarded by mu).
 	status Status
 	// secretGrants are the last conversion's (guarded by mu).
@@ -117,11 +125,15 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 }
 
 // servedKinds returns the resources of gateway.networking.k8s.io/v1 the
-// API server serves; none when the group is not installed.
-func (c *Controller) servedKinds() map[string]bool {
+// API server serves; none when the group is not installed (said once, at
+// start: initial).
+func (c *Controller) servedKinds(initial bool) map[string]bool {
 	out := map[string]bool{}
 	res, err := c.opts.Kube.Discovery().ServerResourcesForGroupVersion(gw.GroupVersion.String())
 	if err != nil {
+		if !initial && apierrors.IsNotFound(err) {
+			return out
+		}
 		if apierrors.IsNotFound(err) {
 			c.log.Info("Gateway API CRDs are not installed; Gateway API objects are not served", "groupVersion", gw.GroupVersion.String())
 		} else {
@@ -135,9 +147,16 @@ func (c *Controller) servedKinds() map[string]bool {
 	return out
 }
 
-// watch builds the informers of the served kinds. Run calls it once.
-func (c *Controller) watch() error {
-	served := c.servedKinds()
+// watch builds the informers of the served kinds not watched yet and
+// returns their factories, not started. Run calls it at start, and again
+// whenever a Gateway API CRD appears (crds.go): a kind installed after
+// start is then watched without a restart.
+func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Factory, error) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.watched == nil {
+		c.watched = map[string]bool{}
+	}
 	namespaces := slices.Clone(c.opts.Namespaces)
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -171,104 +190,134 @@ func (c *Controller) watch() error {
 		},
 		DeleteFunc: func(any) { c.Schedule() },
 	}
-	var l lists
-	l.services = map[string]listerscorev1.ServiceLister{}
+	// want reports whether resource is to be watched from now on.
 	want := func(resource string) bool {
+		if c.watched[resource] {
+			return false
+		}
 		if served[resource] {
+			if !initial {
+				c.log.Info("Gateway API kind installed; now watched", "resource", resource+"."+gw.GroupName)
+			}
 			return true
 		}
-		if len(served) > 0 {
-			c.log.Info("Gateway API kind not installed; skipped", "resource", resource+"."+gw.GroupName)
+		if initial && len(served) > 0 {
+			c.log.Info("Gateway API kind not installed; skipped until its CRD appears", "resource", resource+"."+gw.GroupName)
 		}
 		return false
 	}
 	useClasses, useGateways, useGrants := want("gatewayclasses"), want("gateways"), want("referencegrants")
 	useRoutes, useGRPC, useTLS, useTCP := want("httproutes"), want("grpcroutes"), want("tlsroutes"), want("tcproutes")
-	if !useClasses && !useGateways {
-		// Nothing can be served: no informer, nothing to wait for.
-		return nil
+	if !useClasses && !useGateways && !useGrants && !useRoutes && !useGRPC && !useTLS && !useTCP {
+		return nil, nil
 	}
-	useSEs := c.opts.Istio != nil && c.istioServiceEntriesServed()
+	c.mu.RLock()
+	l := c.lists
+	c.mu.RUnlock()
+	// Fresh slices and maps: input() may be reading the old ones.
+	l.gateways, l.routes, l.grpcRoutes = slices.Clone(l.gateways), slices.Clone(l.routes), slices.Clone(l.grpcRoutes)
+	l.tlsRoutes, l.tcpRoutes, l.grants = slices.Clone(l.tlsRoutes), slices.Clone(l.tcpRoutes), slices.Clone(l.grants)
+	base := l.services == nil // Services and Namespaces not watched yet
+	if base {
+		l.services = map[string]listerscorev1.ServiceLister{}
+	}
+	var factories []generated.Factory
+	// ServiceEntries (for Hostname backends) are watched with the base
+	// kinds, when their CRD is served at start.
+	useSEs := base && c.opts.Istio != nil && c.istioServiceEntriesServed()
 	for _, ns := range namespaces {
 		f := gwinformers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0, gwinformers.WithNamespace(ns))
-		kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
-		c.factories = append(c.factories, f, kf)
+		factories = append(factories, f)
 		v1 := f.Gateway().V1()
 		if useGateways {
 			inf := v1.Gateways()
 			l.gateways = append(l.gateways, func() ([]*gw.Gateway, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("Gateways in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if useRoutes {
 			inf := v1.HTTPRoutes()
 			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if useGRPC {
 			inf := v1.GRPCRoutes()
 			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if useTLS {
 			inf := v1.TLSRoutes()
 			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if useTCP {
 			inf := v1.TCPRoutes()
 			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if useGrants {
 			inf := v1.ReferenceGrants()
 			l.grants = append(l.grants, func() ([]*gw.ReferenceGrant, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if useSEs {
-			list, err := c.watchServiceEntries(ns, specChanged)
+			f, list, err := c.watchServiceEntries(ns, specChanged)
 			if err != nil {
-				return err
+				return nil, err
 			}
+			factories = append(factories, f)
 			l.seList = append(l.seList, list)
 		}
-		svc := kf.Core().V1().Services()
-		l.services[ns] = svc.Lister()
-		if err := c.Watch("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
-			return err
+		if base {
+			kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
+			factories = append(factories, kf)
+			svc := kf.Core().V1().Services()
+			l.services[ns] = svc.Lister()
+			if err := c.Watch("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// GatewayClasses and Namespaces are cluster-scoped.
-	f := gwinformers.NewSharedInformerFactory(c.opts.Client, 0)
-	kf := informers.NewSharedInformerFactory(c.opts.Kube, 0)
-	c.factories = append(c.factories, f, kf)
 	if useClasses {
+		f := gwinformers.NewSharedInformerFactory(c.opts.Client, 0)
+		factories = append(factories, f)
 		inf := f.Gateway().V1().GatewayClasses()
 		l.classes = func() ([]*gw.GatewayClass, error) { return inf.Lister().List(labels.Everything()) }
 		if err := c.Watch("GatewayClasses", inf.Informer(), specChanged); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	nsInf := kf.Core().V1().Namespaces()
-	l.namespaces = nsInf.Lister()
-	if err := c.Watch("Namespaces", nsInf.Informer(), every); err != nil {
-		return err
+	if base {
+		kf := informers.NewSharedInformerFactory(c.opts.Kube, 0)
+		factories = append(factories, kf)
+		nsInf := kf.Core().V1().Namespaces()
+		l.namespaces = nsInf.Lister()
+		if err := c.Watch("Namespaces", nsInf.Informer(), every); err != nil {
+			return nil, err
+		}
+	}
+	for r, ok := range map[string]bool{"gatewayclasses": useClasses, "gateways": useGateways, "referencegrants": useGrants,
+		"httproutes": useRoutes, "grpcroutes": useGRPC, "tlsroutes": useTLS, "tcproutes": useTCP} {
+		if ok {
+			c.watched[r] = true
+		}
 	}
 	c.mu.Lock()
 	c.lists = l
 	c.mu.Unlock()
-	return nil
+	return factories, nil
 }
 
 // input reads everything conversion needs from the caches.
@@ -380,11 +429,15 @@ func (c *Controller) GatewayMayUse(gatewayNamespace string, ref model.SecretRef)
 }
 
 // Run discovers the served kinds, starts their informers, queues the first
-// conversion once they have synced (or been refused), and returns when ctx
-// is cancelled and every informer has stopped.
+// conversion once they have synced (or been refused), watches for Gateway
+// API CRDs installed later (crds.go), and returns when ctx is cancelled
+// and every informer has stopped.
 func (c *Controller) Run(ctx context.Context) {
-	if err := c.watch(); err != nil {
+	factories, err := c.watch(c.servedKinds(true), true)
+	if err != nil {
 		c.log.Error("Gateway API not watched", "error", err)
 	}
-	c.Source.Run(ctx, c.factories)
+	late := c.watchCRDs(ctx)
+	c.Source.Run(ctx, factories)
+	late.wait()
 }

@@ -77,7 +77,7 @@ func Source(kind string, obj metav1.Object) string {
 // IstioGatewayName is the name of the Istio Gateway generated for one
 // listener of a Gateway, in the Gateway's namespace.
 func IstioGatewayName(gateway string, listener gw.SectionName) string {
-	return gateway + "-" + string(listener) + "-" + NameSuffix
+	return generatedName(gateway + "-" + string(listener) + "-" + NameSuffix)
 }
 
 // listener is one accepted listener of a handled Gateway.

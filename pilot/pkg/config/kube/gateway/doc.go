@@ -151,10 +151,27 @@
 // route no listener accepted are resolved all the same, silently, for its
 // ResolvedRefs.
 //
+// Generated names longer than 63 characters (a long Gateway, listener or
+// hostname) are cut and end with a hash of the whole (names.go), so they
+// stay valid DNS-1123 labels, unique and stable.
+//
+// # Sources
+//
+// Controller reads the objects from informers (Kubernetes mode). Which
+// kinds are served is asked of discovery at start and again whenever a
+// Gateway API CustomResourceDefinition appears or changes (crds.go), so a
+// CRD installed after start is watched without a restart; readiness never
+// waits for a kind that is not installed. StaticSource (static.go) runs the
+// same ConvertWithStatus on objects given by its caller: file mode's
+// folder (pkg/config/manifest parses and checks them against the CRD
+// schemas), with Services answered from the folder's ServiceEntries
+// (ServicesFromEntries). It writes no status; both sources' Status is what
+// /debug/configz shows.
+//
 // # Not yet
 //
-// File mode, invalid backends among valid ones of TLSRoutes and TCPRoutes
-// (their weight goes to the others: a connection cannot be answered with a
-// 500), and Gateway API kinds whose CRD is installed after start (picked up
-// at the next restart).
+// Invalid backends among valid ones of TLSRoutes and TCPRoutes (their
+// weight goes to the others: a connection cannot be answered with a 500).
+// File mode has no Namespace objects: an allowedRoutes Selector sees no
+// labels there.
 package gateway

@@ -33,14 +33,13 @@ func (c *Controller) istioServiceEntriesServed() bool {
 // backendRefs of kind Hostname name, when an Istio client is given and the
 // CRD is served, and returns how to list them. h is the spec-change
 // handler: the Istio status writer's updates convert nothing again.
-func (c *Controller) watchServiceEntries(ns string, h cache.ResourceEventHandler) (func() ([]*istionetworkingv1.ServiceEntry, error), error) {
+func (c *Controller) watchServiceEntries(ns string, h cache.ResourceEventHandler) (generated.Factory, func() ([]*istionetworkingv1.ServiceEntry, error), error) {
 	f := istioinformers.NewSharedInformerFactoryWithOptions(c.opts.Istio, 0, istioinformers.WithNamespace(ns))
-	c.factories = append(c.factories, f)
 	inf := f.Networking().V1().ServiceEntries()
 	if err := c.Watch("ServiceEntries in "+generated.NamespaceName(ns), inf.Informer(), h); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func() ([]*istionetworkingv1.ServiceEntry, error) { return inf.Lister().List(labels.Everything()) }, nil
+	return f, func() ([]*istionetworkingv1.ServiceEntry, error) { return inf.Lister().List(labels.Everything()) }, nil
 }
 
 // serviceEntryConfigs turns ServiceEntry objects into the configs

@@ -69,7 +69,7 @@ func (c *converter) virtualServices() []config.Config {
 			vs.Http = append(vs.Http, proto.Clone(r.route).(*networking.HTTPRoute))
 		}
 		g := e.listener.gateway
-		name := g.Name + "-" + string(e.listener.spec.Name) + "-" + hostLabel(k.host) + "-" + NameSuffix
+		name := generatedName(g.Name + "-" + string(e.listener.spec.Name) + "-" + hostLabel(k.host) + "-" + NameSuffix)
 		if names[g.Namespace+"/"+name] {
 			// "a-b.com" and "a.b.com" read the same once dots are dashes.
 			sum := sha256.Sum256([]byte(k.host))
