@@ -39,6 +39,7 @@ func TestHostileClientsAgainstTheBinary(t *testing.T) {
 	}
 
 	huge := "bad-" + strings.Repeat("x", 1<<20)
+	floodStart := time.Now()
 	for range 20 {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		st, err := client.StreamAggregatedResources(ctx)
@@ -88,8 +89,11 @@ func TestHostileClientsAgainstTheBinary(t *testing.T) {
 	}
 
 	logs := p.LogText()
-	if n := strings.Count(logs, "invalid node"); n == 0 || n > 10 {
-		t.Errorf("%d log lines about the invalid node from one peer, want 1 to 10", n)
+	// The per-peer limit lets a burst of lines through, then one every
+	// 6 s: on a slow machine the 20 huge requests may span a refill.
+	limit := 10 + int(time.Since(floodStart)/(6*time.Second))
+	if n := strings.Count(logs, "invalid node"); n == 0 || n > limit {
+		t.Errorf("%d log lines about the invalid node from one peer, want 1 to %d", n, limit)
 	}
 	if len(logs) > 1<<20 {
 		t.Errorf("the log grew to %d bytes: a client's megabyte was written", len(logs))
