@@ -68,6 +68,9 @@ type Options struct {
 	ConfigEmptyGrace time.Duration
 	// Debounce merges config changes that arrive close together.
 	Debounce debounce.Options
+	// EndpointDebounce merges endpoint-only changes on their own
+	// (xds.Options.EndpointDebounce); zero values take its defaults.
+	EndpointDebounce debounce.Options
 	// Limits bound what clients can cost (gRPC and per ADS stream).
 	Limits Limits
 	// DrainDuration is how long a clean shutdown (SIGTERM) takes to close

@@ -53,11 +53,12 @@ func NewServer(opts Options) (s *Server, err error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	xopts := xds.Options{
-		Debounce: opts.Debounce,
-		Logger:   opts.Logger,
-		Registry: registry,
-		Replica:  opts.PodName,
-		Limits:   opts.Limits.XDS,
+		Debounce:         opts.Debounce,
+		EndpointDebounce: opts.EndpointDebounce,
+		Logger:           opts.Logger,
+		Registry:         registry,
+		Replica:          opts.PodName,
+		Limits:           opts.Limits.XDS,
 	}
 	var (
 		store model.ConfigStoreController

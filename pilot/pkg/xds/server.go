@@ -39,6 +39,11 @@ type Options struct {
 	Generator Generator
 	// Debounce merges config changes. A nil Clock is replaced by Clock.
 	Debounce debounce.Options
+	// EndpointDebounce merges endpoint-only changes (requests that are not
+	// Full) on their own, so that a steady stream of them is pushed every
+	// MaxDelay rather than held for Debounce.MaxDelay; zero values take
+	// DefaultEndpointDebounce's. A nil Clock is replaced by Clock.
+	EndpointDebounce debounce.Options
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Registry receives the metrics and is served at /metrics; nil means a
@@ -104,6 +109,8 @@ type DiscoveryServer struct {
 	sotw      sotw.Server
 	delta     delta.Server
 	debouncer *debounce.Debouncer[*model.PushRequest]
+	// edsDebouncer merges endpoint-only requests; see eds_debounce.go.
+	edsDebouncer *debounce.Debouncer[*model.PushRequest]
 
 	// limits, and what enforces them; see limits.go and logsafe.go.
 	limits       Limits
@@ -122,6 +129,8 @@ type DiscoveryServer struct {
 	// merged is the batch the debouncer is building, made by
 	// mergeRequests and owned by it until fired; see mergeRequests.
 	merged atomic.Pointer[model.PushRequest]
+	// edsMerged is merged's counterpart for edsDebouncer.
+	edsMerged atomic.Pointer[model.PushRequest]
 
 	synced        atomic.Bool
 	firstPushOnce sync.Once
@@ -211,6 +220,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		}
 	}
 	s.debouncer = debounce.New(opts.Debounce, s.mergeRequests, s.fire)
+	s.edsDebouncer = s.newEndpointDebouncer(opts.EndpointDebounce, opts.Debounce)
 	return s
 }
 
@@ -305,6 +315,10 @@ func (s *DiscoveryServer) ConfigUpdate(req *model.PushRequest) {
 		cp.Start = s.clock.Now()
 		req = &cp
 	}
+	if !req.Full {
+		s.edsDebouncer.Enqueue(req)
+		return
+	}
 	s.debouncer.Enqueue(req)
 }
 
@@ -337,6 +351,7 @@ func (s *DiscoveryServer) Ready() bool {
 func (s *DiscoveryServer) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.debouncer.Run(ctx) })
+	wg.Go(func() { s.edsDebouncer.Run(ctx) })
 	<-ctx.Done()
 	s.cancel()
 	wg.Wait()
@@ -349,10 +364,15 @@ func (s *DiscoveryServer) Run(ctx context.Context) {
 // services, gigabytes of garbage before the first push. Inputs from
 // callers are never modified.
 func (s *DiscoveryServer) mergeRequests(a, b *model.PushRequest) *model.PushRequest {
-	if a == nil || b == nil || a != s.merged.Load() {
+	return mergeInto(&s.merged, a, b)
+}
+
+// mergeInto is mergeRequests for the batch whose owner is *merged.
+func mergeInto(merged *atomic.Pointer[model.PushRequest], a, b *model.PushRequest) *model.PushRequest {
+	if a == nil || b == nil || a != merged.Load() {
 		out := a.Merge(b)
 		if out != a && out != b {
-			s.merged.Store(out)
+			merged.Store(out)
 		}
 		return out
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 )
 
 // NewRootCommand returns `pilot-discovery` with its `discovery` subcommand.
@@ -94,6 +95,9 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.DurationVar(&opts.Debounce.LeadingDelay, "debounce-first", 10*time.Millisecond, "delay before pushing a lone change after a quiet spell; changes in a burst wait --debounce-after (0: always wait --debounce-after)")
 	f.DurationVar(&opts.Debounce.QuietPeriod, "debounce-after", 100*time.Millisecond, "quiet period after a config change before pushing")
 	f.DurationVar(&opts.Debounce.MaxDelay, "debounce-max", 10*time.Second, "longest a config change waits for the quiet period")
+	eds := xds.DefaultEndpointDebounce()
+	f.DurationVar(&opts.EndpointDebounce.QuietPeriod, "eds-debounce-after", eds.QuietPeriod, "quiet period after an endpoint-only change (EndpointSlices) before pushing it")
+	f.DurationVar(&opts.EndpointDebounce.MaxDelay, "eds-debounce-max", eds.MaxDelay, "longest an endpoint-only change waits for its quiet period: under steady endpoint churn, how often endpoints are pushed")
 	f.DurationVar(&opts.DrainDuration, "drain-duration", 20*time.Second, "on SIGTERM, refuse new ADS streams and close the open ones spread evenly over this, so that gateways reconnect to other replicas gradually; fits terminationGracePeriodSeconds with --shutdown-grace")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close after the drain")
 	addLimitFlags(cmd, &opts.Limits)
