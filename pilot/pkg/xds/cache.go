@@ -126,19 +126,20 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 	}
 	resp := &discovery.DiscoveryResponse{VersionInfo: cur.version, TypeUrl: ts.typeURL}
 	var sentNames map[string]struct{}
+	var sentList []string
 	if wildcard {
 		resp.Resources = cur.anys // shared by every wildcard response of this view
 	} else {
 		// The subscription's name set is replaced, never changed, by later
 		// requests, so it can be kept as the record of what was answered.
-		sentNames = names
-		resp.Resources = namedAnys(cur, names)
+		sentNames, sentList = names, req.GetResourceNames()
+		resp.Resources = cur.namedAnysFor(sentList, names)
 	}
 	// Ordered ADS drops a queued response of a type when a newer request
 	// of that type arrives, so at most this one is still in flight.
 	// Every stream sent this content writes the same serialized body.
 	s.wire.sotw.put(resp, cur.sotwBody(ts.typeURL, resp.Resources, s.countEncoding))
-	ts.inflight = []*inflight{{sotw: resp, set: cur, names: sentNames}}
+	ts.inflight = []*inflight{{sotw: resp, set: cur, names: sentNames, list: sentList}}
 	ts.watch = nil
 	select {
 	case w.sotwCh <- &cache.PassthroughResponse{Request: req, DiscoveryResponse: resp}:
@@ -193,10 +194,11 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	// was half of a push): the same name set as answered, and a set with
 	// the same version, which hashes every (name, content hash) pair.
 	sameContent := cur == ts.sent || cur.version == ts.sent.version
-	if sameContent && sameMap(names, ts.sentNames) {
+	sameNames := sameMap(names, ts.sentNames) || sameNameList(req.GetResourceNames(), ts.sentList)
+	if sameContent && sameNames {
 		return false
 	}
-	if !sameContent && cur.base != nil && cur.base == ts.sent && sameMap(names, ts.sentNames) {
+	if !sameContent && cur.base != nil && cur.base == ts.sent && sameNames {
 		// cur is what the stream holds with a few resources replaced:
 		// only those names can differ.
 		for n := range cur.changed {
@@ -223,7 +225,7 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 		// holds cur's content for all of them, so cur is the set to
 		// compare with next (which lets a partial push check its
 		// changed names alone).
-		ts.sentNames = names
+		ts.sentNames, ts.sentList = names, req.GetResourceNames()
 		ts.sent = cur
 	}
 	return false
@@ -393,7 +395,7 @@ func (s *DiscoveryServer) commitLocked(ts *typeStatus, match func(*inflight) boo
 		if !match(f) {
 			continue
 		}
-		ts.sent, ts.sentNames = f.set, f.names
+		ts.sent, ts.sentNames, ts.sentList = f.set, f.names, f.list
 		ts.inflight = slices.Delete(ts.inflight, 0, i+1)
 		break
 	}

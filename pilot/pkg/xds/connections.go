@@ -75,6 +75,10 @@ type typeStatus struct {
 	// again.
 	sent      *typeSet
 	sentNames map[string]struct{}
+	// sentList is the request's name list sentNames was built from: an
+	// ACK carries the same shared list (see wire/names.go), which says
+	// "same names" without walking them (see sameNameList).
+	sentList []string
 	// inflight are responses handed to go-control-plane but not yet
 	// written: they become sent in OnStreamResponse. (Ordered ADS drops a
 	// queued response when a newer request of its type arrives.)
@@ -113,6 +117,7 @@ type inflight struct {
 	delta *discovery.DeltaDiscoveryResponse
 	set   *typeSet
 	names map[string]struct{}
+	list  []string
 }
 
 // watch is an open request of one type on one stream, waiting for a view

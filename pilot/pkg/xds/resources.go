@@ -111,6 +111,8 @@ type typeSet struct {
 	// every stream sent one of them (see wirecache.go). The only part of
 	// a typeSet that changes after it is built, with versions.
 	bodies bodies
+	// named is the last cut of named resources (see namedlists.go).
+	named namedAnysMemo
 	// versions maps every name to its content hash, built on first use:
 	// the version map of a delta client that holds the whole set, which
 	// each such stream gets a copy of (cloning a map is many times

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,6 +20,11 @@ import (
 // A duration that is neither form is reported with its field path
 // ("spec.http[0].timeout"), which protojson's own error would not name.
 func normalizeDurations(spec []byte, md protoreflect.MessageDescriptor) ([]byte, error) {
+	if !reachesDuration(md) {
+		// Nothing to rewrite or report: skip decoding the spec (a
+		// ServiceEntry has no Duration field).
+		return spec, nil
+	}
 	var v any
 	if err := json.Unmarshal(spec, &v); err != nil {
 		return nil, err
@@ -32,6 +38,41 @@ func normalizeDurations(spec []byte, md protoreflect.MessageDescriptor) ([]byte,
 		return spec, nil
 	}
 	return json.Marshal(v)
+}
+
+// durationKinds caches reachesDuration per message full name.
+var durationKinds sync.Map
+
+// reachesDuration reports whether a google.protobuf.Duration can occur
+// anywhere in a message of md (through fields, lists and map values).
+func reachesDuration(md protoreflect.MessageDescriptor) bool {
+	if v, ok := durationKinds.Load(md.FullName()); ok {
+		return v.(bool)
+	}
+	r := searchDuration(md, map[protoreflect.FullName]bool{})
+	durationKinds.Store(md.FullName(), r)
+	return r
+}
+
+func searchDuration(md protoreflect.MessageDescriptor, visiting map[protoreflect.FullName]bool) bool {
+	if md.FullName() == "google.protobuf.Duration" {
+		return true
+	}
+	if visiting[md.FullName()] {
+		return false // a cycle: whatever it reaches is found from its first visit
+	}
+	visiting[md.FullName()] = true
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fd.IsMap() {
+			fd = fd.MapValue()
+		}
+		if fd.Kind() == protoreflect.MessageKind && searchDuration(fd.Message(), visiting) {
+			return true
+		}
+	}
+	return false
 }
 
 type walker struct {

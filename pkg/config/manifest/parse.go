@@ -74,10 +74,14 @@ func ParseAll(file string, data []byte, opts Options) (Objects, []*config.Error)
 	n := 0
 	text := string(data)
 	start := 0
+	// firstLine is the file line of the document's first line, counted on
+	// from the previous document's (counting from the top each time was
+	// quadratic in a file of thousands of documents).
+	firstLine, counted := 1, 0
 	for _, loc := range append(separator.FindAllStringIndex(text, -1), []int{len(text), len(text)}) {
 		doc := text[start:loc[0]]
-		// firstLine is the file line of the document's first line.
-		firstLine := strings.Count(text[:start], "\n") + 1
+		firstLine += strings.Count(text[counted:start], "\n")
+		counted = start
 		start = loc[1]
 		if strings.TrimSpace(stripComments(doc)) == "" {
 			continue
@@ -109,9 +113,16 @@ func stripComments(doc string) string {
 }
 
 func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *GatewayAPIObject, *config.Error) {
-	js, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
+	// One strict parse serves both the conversion and the duplicate-key
+	// check: without duplicates its JSON is what the plain decoder gives.
+	// Only a document it refuses is parsed again, plainly, so that the
+	// errors reported (and their order) stay those of the plain decoder.
+	js, strictErr := yaml.YAMLToJSONStrict(doc)
+	if strictErr != nil {
+		var err error
+		if js, err = yaml.YAMLToJSON(doc); err != nil {
+			return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
+		}
 	}
 	var obj object
 	dec := json.NewDecoder(bytes.NewReader(js))
@@ -125,18 +136,19 @@ func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.
 		if err != nil {
 			return config.Config{}, nil, &config.Error{Source: src, Field: "apiVersion", Message: err.Error()}
 		}
-		if msg := duplicateKeys(doc, firstLine); msg != "" {
+		if msg := duplicateKeys(strictErr, firstLine); msg != "" {
 			return config.Config{}, nil, &config.Error{Source: src, Message: msg + " (" + obj.Kind + " " + obj.Metadata.Name + ")"}
 		}
 		g, gerr := parseGatewayAPI(js, &obj, k, src, opts)
 		return config.Config{}, g, gerr
 	}
-	c, cerr := parseIstio(doc, &obj, src, firstLine, opts)
+	c, cerr := parseIstio(strictErr, &obj, src, firstLine, opts)
 	return c, nil, cerr
 }
 
-// parseIstio decodes an Istio config document.
-func parseIstio(doc []byte, obj *object, src string, firstLine int, opts Options) (config.Config, *config.Error) {
+// parseIstio decodes an Istio config document; strictErr is the strict
+// YAML decoder's error on it (nil if none), which names duplicate keys.
+func parseIstio(strictErr error, obj *object, src string, firstLine int, opts Options) (config.Config, *config.Error) {
 	s, err := schema.ByAPIVersion(obj.APIVersion, obj.Kind)
 	if err != nil {
 		return config.Config{}, &config.Error{Source: src, Field: "apiVersion", Message: err.Error()}
@@ -148,7 +160,7 @@ func parseIstio(doc []byte, obj *object, src string, firstLine int, opts Options
 	if key.Name == "" {
 		return config.Config{}, &config.Error{Source: src, Key: key, Field: "metadata.name", Message: "name is required"}
 	}
-	if msg := duplicateKeys(doc, firstLine); msg != "" {
+	if msg := duplicateKeys(strictErr, firstLine); msg != "" {
 		return config.Config{}, &config.Error{Source: src, Key: key, Message: msg}
 	}
 	spec := s.NewSpec()

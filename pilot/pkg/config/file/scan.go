@@ -31,6 +31,9 @@ type fileState struct {
 	// order in which conflicting definitions are served, and the creation
 	// time of objects whose manifest does not give one.
 	seen map[config.Key]time.Time
+	// stat is the file's metadata just before the read of the content
+	// accepted (see stat.go); the zero value never matches.
+	stat statStamp
 	// pending is a change seen but not yet accepted (see settle.go).
 	pending *pendingChange
 	// fresh marks a state parsed by this scan, whose objects still need
@@ -124,6 +127,12 @@ func (c *Controller) scan(initial bool) {
 // (zero if none).
 func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, time.Time) {
 	prev := c.files[p]
+	// Stat before reading: a change after the stat gives the next scan a
+	// different stamp, whichever content this read got.
+	stamp, statted := stampFile(p)
+	if statted && prev != nil && prev.pending == nil && prev.stat.unchanged(stamp) {
+		return prev, time.Time{}
+	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c.gone(p, prev, now, initial)
@@ -138,10 +147,13 @@ func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, ti
 	sum := sha256.Sum256(data)
 	if prev != nil && prev.sum == sum {
 		prev.pending = nil
+		prev.stat = stamp
 		return prev, time.Time{}
 	}
 	if initial {
-		return c.parse(p, data, sum, prev), time.Time{}
+		st := c.parse(p, data, sum, prev)
+		st.stat = stamp
+		return st, time.Time{}
 	}
 	if prev == nil {
 		// A new file may be half written too; it serves nothing until it
@@ -164,6 +176,7 @@ func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, ti
 		c.log.Warn("config file has stayed empty; removing the objects it defined",
 			"file", p, "emptyFor", now.Sub(since).String(), "objects", keyNames(prev.objects))
 	}
+	st.stat = stamp
 	return st, time.Time{}
 }
 

@@ -103,8 +103,21 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 	moved := map[config.Key]time.Time{}
 	for p, st := range c.files {
 		cur := files[p]
+		if cur == st {
+			// Unchanged state: its seen keys are its objects' keys.
+			continue
+		}
+		var held map[config.Key]bool
+		if cur != nil {
+			// A set, not a search per key: a file of 5,000 objects made
+			// every rescan quadratic (1.1 s at 5,000 services).
+			held = make(map[config.Key]bool, len(cur.objects))
+			for _, obj := range cur.objects {
+				held[obj.Key()] = true
+			}
+		}
 		for key, ts := range st.seen {
-			if cur == nil || !hasKey(cur, key) {
+			if !held[key] {
 				if old, ok := moved[key]; !ok || ts.Before(old) {
 					moved[key] = ts
 				}
@@ -141,10 +154,6 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 			}
 		}
 	}
-}
-
-func hasKey(st *fileState, key config.Key) bool {
-	return slices.ContainsFunc(st.objects, func(obj config.Config) bool { return obj.Key() == key })
 }
 
 // stamp returns the first-seen time of objects new in this scan: now, but
