@@ -2,10 +2,8 @@ package kube
 
 import (
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -14,29 +12,8 @@ import (
 	"github.com/wayfinder-dev/wayfinder/tests/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds pilot-discovery once, on first use, so a run that skips
-// the cluster tests builds nothing.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "wayfinder-kube-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath, buildErr = testenv.BuildBinary(dir, false)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// binary is pilot-discovery, built once for the package's tests.
+func binary(t *testing.T) string { return testenv.BinaryOnce(t) }
 
 func msgIs(msg string) func(map[string]any) bool {
 	return func(m map[string]any) bool { return m["msg"] == msg }

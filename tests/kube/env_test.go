@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,9 +34,7 @@ var cluster harness.Shared
 
 func TestMain(m *testing.M) {
 	code := cluster.Run(m)
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testenv.RemoveBinaryOnce()
 	os.Exit(code)
 }
 

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +49,7 @@ var cluster harness.Shared
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := cluster.Run(m)
+	testenv.RemoveBinaryOnce()
 	os.Exit(code)
 }
 
@@ -323,27 +323,6 @@ func errorLines(log string) []string {
 	return out
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// buildBinary builds pilot-discovery once, after the cluster is known to
-// be available, so a run that skips builds nothing.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "wayfinder-soak-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath, buildErr = testenv.BuildBinary(dir, false)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(binPath)) })
-	return binPath
-}
+// buildBinary is pilot-discovery, built once, after the cluster is known
+// to be available, so a run that skips builds nothing.
+func buildBinary(t *testing.T) string { return testenv.BinaryOnce(t) }

@@ -12,7 +12,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -357,15 +356,5 @@ func logKubeResult(r kubeResult) {
 
 func writeKubeResults(o options, ko kubeOptions, started time.Time, results []kubeResult) error {
 	m := machineInfo(o.note, started)
-	data, err := json.MarshalIndent(struct {
-		Machine machine      `json:"machine"`
-		Results []kubeResult `json:"results"`
-	}{m, results}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(o.out, "kube-results.json"), data, 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(o.out, "kube-results.md"), []byte(kubeMarkdown(m, ko, o.pilotArgs, results)), 0o644)
+	return writeReport(o.out, "kube-results", m, results, kubeMarkdown(m, ko, o.pilotArgs, results))
 }

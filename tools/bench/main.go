@@ -362,18 +362,24 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 
 func writeResults(o options, started time.Time, results []result) error {
 	m := machineInfo(o.note, started)
+	if err := writeReport(o.out, "results", m, results, markdown(m, results)+cpuSection(results)); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(o.out, "results.png"), results)
+}
+
+// writeReport writes NAME.json (the machine and the results, for
+// --chart-only and later comparison) and NAME.md (md) into dir.
+func writeReport[T any](dir, name string, m machine, results []T, md string) error {
 	data, err := json.MarshalIndent(struct {
-		Machine machine  `json:"machine"`
-		Results []result `json:"results"`
+		Machine machine `json:"machine"`
+		Results []T     `json:"results"`
 	}{m, results}, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "results.json"), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), data, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(markdown(m, results)+cpuSection(results)), 0o644); err != nil {
-		return err
-	}
-	return writeChart(filepath.Join(o.out, "results.png"), results)
+	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(md), 0o644)
 }
