@@ -7,12 +7,24 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
+
+// istioStore is the Istio config store (crdclient) as the Gateway API
+// source reads it.
+type istioStore interface {
+	model.ConfigStoreController
+	Synced() <-chan struct{}
+}
 
 // gatewayAPISource builds the Kubernetes Gateway API source. It always
 // exists in Kubernetes mode: when the cluster has no Gateway API CRDs it
 // says so once and serves nothing, without holding back readiness.
-func gatewayAPISource(c KubeClients, domainSuffix string) (*gateway.Controller, error) {
+// Hostname backends are looked up in istio, the Istio config store, whose
+// ServiceEntry changes schedule a conversion.
+func gatewayAPISource(c KubeClients, domainSuffix string, istio istioStore) (*gateway.Controller, error) {
 	client, err := gwclient.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return nil, fmt.Errorf("gateway API client: %w", err)
@@ -23,8 +35,15 @@ func gatewayAPISource(c KubeClients, domainSuffix string) (*gateway.Controller, 
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
-	return gateway.NewController(gateway.ControllerOptions{
-		Client: client, Kube: c.Kube, Istio: c.Istio, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
-		Convert: gateway.Options{DomainSuffix: domainSuffix},
+	gc, err := gateway.NewController(gateway.ControllerOptions{
+		Client: client, Kube: c.Kube, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
+		ServiceEntries:       func() []config.Config { return istio.List(schema.ServiceEntry, "") },
+		ServiceEntriesSynced: istio.Synced(),
+		Convert:              gateway.Options{DomainSuffix: domainSuffix},
 	})
+	if err != nil {
+		return nil, err
+	}
+	istio.RegisterEventHandler(schema.ServiceEntry, func(config.Config, config.Config, model.Event) { gc.Schedule() })
+	return gc, nil
 }

@@ -161,7 +161,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		sources = append(sources, m.ingress)
 	}
 	if !opts.GatewayAPI.Disabled {
-		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix)
+		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix, crds)
 		if err != nil {
 			return fail(err)
 		}

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,9 +35,14 @@ type ControllerOptions struct {
 	// Kube reads Services and Namespaces, and discovers which Gateway API
 	// kinds the API server serves. Required.
 	Kube kubernetes.Interface
-	// Istio, when set, reads the ServiceEntries backendRefs of kind
-	// Hostname name (when their CRD is served); nil finds no host.
-	Istio istioclient.Interface
+	// ServiceEntries, when set, lists the ServiceEntries backendRefs of
+	// kind Hostname name: the Istio config store's (valid ones only), so
+	// they are not watched twice. Its owner calls Schedule when they
+	// change. Nil finds no host.
+	ServiceEntries func() []config.Config
+	// ServiceEntriesSynced, when set, is closed once ServiceEntries lists
+	// the store's first full load; the first conversion waits for it.
+	ServiceEntriesSynced <-chan struct{}
 	// Namespaces limits the watch of namespaced kinds; empty is all.
 	Namespaces []string
 	// Queue carries events to handlers: the control plane's shared queue,
@@ -59,8 +62,7 @@ type ControllerOptions struct {
 // Controller is a Kubernetes config source: it watches GatewayClasses,
 // Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes and
 // ReferenceGrants (those whose CRD is installed), the Services backends
-// name, the ServiceEntries Hostname backends name (with an Istio client
-// and their CRD served) and the Namespaces allowedRoutes selectors read, converts
+// name, and the Namespaces allowedRoutes selectors read, converts
 // everything (Convert) on every change, and tells registered handlers
 // which generated Gateways and VirtualServices were added, updated or
 // deleted, through the shared queue like every other source.
@@ -94,7 +96,6 @@ type lists struct {
 	tlsRoutes  []func() ([]*gw.TLSRoute, error)
 	tcpRoutes  []func() ([]*gw.TCPRoute, error)
 	grants     []func() ([]*gw.ReferenceGrant, error)
-	seList     []func() ([]*istionetworkingv1.ServiceEntry, error)
 	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
 	namespaces listerscorev1.NamespaceLister
 }
@@ -117,6 +118,7 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	var err error
 	c.Source, err = generated.NewSource(generated.SourceOptions{
 		Name: "Gateway API", ErrPrefix: "gateway", Queue: opts.Queue, Convert: c.convert, Clock: opts.Clock, Logger: c.log,
+		After: opts.ServiceEntriesSynced,
 	})
 	if err != nil {
 		return nil, err
@@ -222,9 +224,6 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 		l.services = map[string]listerscorev1.ServiceLister{}
 	}
 	var factories []generated.Factory
-	// ServiceEntries (for Hostname backends) are watched with the base
-	// kinds, when their CRD is served at start.
-	useSEs := base && c.opts.Istio != nil && c.istioServiceEntriesServed()
 	for _, ns := range namespaces {
 		f := gwinformers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0, gwinformers.WithNamespace(ns))
 		factories = append(factories, f)
@@ -270,14 +269,6 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 			if err := c.Watch("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return nil, err
 			}
-		}
-		if useSEs {
-			f, list, err := c.watchServiceEntries(ns, specChanged)
-			if err != nil {
-				return nil, err
-			}
-			factories = append(factories, f)
-			l.seList = append(l.seList, list)
 		}
 		if base {
 			kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
@@ -350,11 +341,9 @@ func (c *Controller) input() (Input, error) {
 	if in.ReferenceGrants, err = listAll(l.grants); err != nil {
 		return in, err
 	}
-	ses, err := listAll(l.seList)
-	if err != nil {
-		return in, err
+	if c.opts.ServiceEntries != nil {
+		in.ServiceEntries = c.opts.ServiceEntries()
 	}
-	in.ServiceEntries = serviceEntryConfigs(ses)
 	in.Services = func(namespace, name string) *corev1.Service {
 		sl, ok := l.services[namespace]
 		if !ok {

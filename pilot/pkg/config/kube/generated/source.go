@@ -28,6 +28,11 @@ type SourceOptions struct {
 	// on the queue. An error (a cache that cannot be listed) keeps the
 	// previous content. Required.
 	Convert func() ([]config.Config, []*config.Error, error)
+	// After, when set, holds the first conversion until it is closed: a
+	// store Convert reads besides the informers (the Istio config store's
+	// ServiceEntries for the Gateway API), so that the first conversion
+	// already sees it.
+	After <-chan struct{}
 	// Clock paces the wait for the first sync; default the real clock.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -119,6 +124,13 @@ func (s *Source) Run(ctx context.Context, factories []Factory) {
 	}()
 	if !s.watches.WaitSynced(ctx, s.opts.Clock) {
 		return
+	}
+	if s.opts.After != nil {
+		select {
+		case <-s.opts.After:
+		case <-ctx.Done():
+			return
+		}
 	}
 	s.opts.Queue.Push(func() error {
 		s.loaded.Store(true)
