@@ -29,16 +29,20 @@ type GatewayAPIKind struct {
 // "PLURAL.gateway.networking.k8s.io".
 func (k GatewayAPIKind) CRDName() string { return k.Plural + "." + GatewayAPIGroup }
 
-// The standard channel of sigs.k8s.io/gateway-api v1.6.3 serves all of
-// them at v1 (TLSRoute and TCPRoute included).
+// The Gateway API kinds. The standard channel of sigs.k8s.io/gateway-api
+// v1.6.3 serves all of them at v1 (TLSRoute and TCPRoute included).
+var (
+	GatewayClassKind   = GatewayAPIKind{Name: "GatewayClass", Plural: "gatewayclasses", Versions: []string{"v1"}, ClusterScoped: true}
+	GatewayKind        = GatewayAPIKind{Name: "Gateway", Plural: "gateways", Versions: []string{"v1"}}
+	HTTPRouteKind      = GatewayAPIKind{Name: "HTTPRoute", Plural: "httproutes", Versions: []string{"v1"}}
+	GRPCRouteKind      = GatewayAPIKind{Name: "GRPCRoute", Plural: "grpcroutes", Versions: []string{"v1"}}
+	TLSRouteKind       = GatewayAPIKind{Name: "TLSRoute", Plural: "tlsroutes", Versions: []string{"v1"}}
+	TCPRouteKind       = GatewayAPIKind{Name: "TCPRoute", Plural: "tcproutes", Versions: []string{"v1"}}
+	ReferenceGrantKind = GatewayAPIKind{Name: "ReferenceGrant", Plural: "referencegrants", Versions: []string{"v1"}}
+)
+
 var gatewayAPIKinds = []GatewayAPIKind{
-	{Name: "GatewayClass", Plural: "gatewayclasses", Versions: []string{"v1"}, ClusterScoped: true},
-	{Name: "Gateway", Plural: "gateways", Versions: []string{"v1"}},
-	{Name: "HTTPRoute", Plural: "httproutes", Versions: []string{"v1"}},
-	{Name: "GRPCRoute", Plural: "grpcroutes", Versions: []string{"v1"}},
-	{Name: "TLSRoute", Plural: "tlsroutes", Versions: []string{"v1"}},
-	{Name: "TCPRoute", Plural: "tcproutes", Versions: []string{"v1"}},
-	{Name: "ReferenceGrant", Plural: "referencegrants", Versions: []string{"v1"}},
+	GatewayClassKind, GatewayKind, HTTPRouteKind, GRPCRouteKind, TLSRouteKind, TCPRouteKind, ReferenceGrantKind,
 }
 
 // GatewayAPIKinds returns every Gateway API kind Wayfinder reads.

@@ -25,6 +25,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	cfgschema "github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -192,8 +193,9 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 		},
 		DeleteFunc: func(any) { c.Schedule() },
 	}
-	// want reports whether resource is to be watched from now on.
-	want := func(resource string) bool {
+	// want reports whether kind is to be watched from now on.
+	want := func(kind cfgschema.GatewayAPIKind) bool {
+		resource := kind.Plural
 		if c.watched[resource] {
 			return false
 		}
@@ -208,8 +210,9 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 		}
 		return false
 	}
-	useClasses, useGateways, useGrants := want("gatewayclasses"), want("gateways"), want("referencegrants")
-	useRoutes, useGRPC, useTLS, useTCP := want("httproutes"), want("grpcroutes"), want("tlsroutes"), want("tcproutes")
+	useClasses, useGateways, useGrants := want(cfgschema.GatewayClassKind), want(cfgschema.GatewayKind), want(cfgschema.ReferenceGrantKind)
+	useRoutes, useGRPC := want(cfgschema.HTTPRouteKind), want(cfgschema.GRPCRouteKind)
+	useTLS, useTCP := want(cfgschema.TLSRouteKind), want(cfgschema.TCPRouteKind)
 	if !useClasses && !useGateways && !useGrants && !useRoutes && !useGRPC && !useTLS && !useTCP {
 		return nil, nil
 	}
@@ -299,8 +302,9 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 			return nil, err
 		}
 	}
-	for r, ok := range map[string]bool{"gatewayclasses": useClasses, "gateways": useGateways, "referencegrants": useGrants,
-		"httproutes": useRoutes, "grpcroutes": useGRPC, "tlsroutes": useTLS, "tcproutes": useTCP} {
+	for r, ok := range map[string]bool{cfgschema.GatewayClassKind.Plural: useClasses, cfgschema.GatewayKind.Plural: useGateways,
+		cfgschema.ReferenceGrantKind.Plural: useGrants, cfgschema.HTTPRouteKind.Plural: useRoutes,
+		cfgschema.GRPCRouteKind.Plural: useGRPC, cfgschema.TLSRouteKind.Plural: useTLS, cfgschema.TCPRouteKind.Plural: useTCP} {
 		if ok {
 			c.watched[r] = true
 		}
