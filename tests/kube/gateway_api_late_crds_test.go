@@ -109,20 +109,9 @@ func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
 // generated config in the store, no listener for the Gateway's proxy).
 func TestGatewayAPIOffInKubernetesMode(t *testing.T) {
 	c, ns := newCluster(t, "gwapi-off")
-	gwc, err := gwclient.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	api := gwc.GatewayV1()
 	className := ns + "-wayfinder"
-	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: className},
-		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	api := gatewayAPIClass(t, c, className).GatewayV1()
+	ctx := context.Background()
 	if _, err := api.Gateways(ns).Create(ctx, &gw.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
 		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{{

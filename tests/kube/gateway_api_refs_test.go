@@ -28,18 +28,8 @@ func gatewayAPIEnv(t *testing.T, prefix string, also ...string) (*ingressEnv, gw
 	for _, ns := range also {
 		ensureNamespace(t, e.cluster_, ns)
 	}
-	gwc, err := gwclient.NewForConfig(e.cluster_.RESTConfig())
-	e.must(err)
 	className := e.ns + "-wayfinder"
-	_, err = gwc.GatewayV1().GatewayClasses().Create(ctx, &gw.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: className},
-		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
-	}, metav1.CreateOptions{})
-	e.must(err)
-	t.Cleanup(func() {
-		_ = gwc.GatewayV1().GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{})
-	})
-	return e, gwc, className
+	return e, gatewayAPIClass(t, e.cluster_, className), className
 }
 
 // listenerStatus finds listener name in a Gateway's status.

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
@@ -55,20 +54,10 @@ func TestGatewayAPIStatus(t *testing.T) {
 	c, ns := newCluster(t, "gwapi-status")
 	other := c.Namespace(t, "gwapi-status-other")
 	cs := c.Clientset()
-	gwc, err := gwclient.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	api := gwc.GatewayV1()
 	className := ns + "-wayfinder"
-	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: className},
-		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	gwc := gatewayAPIClass(t, c, className)
+	api := gwc.GatewayV1()
+	ctx := context.Background()
 	for _, s := range []struct{ ns, name string }{{ns, "web"}, {other, "shared"}} {
 		if _, err := cs.CoreV1().Services(s.ns).Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name},
@@ -189,18 +178,10 @@ func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 	c, ns := newCluster(t, "gwapi-status-rbac")
 	cfg := asManifestServiceAccount(t, c)
 
-	gwc, err := gwclient.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	api := gwc.GatewayV1()
 	className := ns + "-wayfinder"
-	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: className},
-		Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = api.GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	gwc := gatewayAPIClass(t, c, className)
+	api := gwc.GatewayV1()
+	ctx := context.Background()
 	if _, err := api.Gateways(ns).Create(ctx, &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
 		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(className), Listeners: []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}}},
 	}, metav1.CreateOptions{}); err != nil {
@@ -216,6 +197,7 @@ func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 
 	// The authorizer learns new bindings a moment after they are stored.
 	var s *bootstrap.Server
+	var err error
 	pctx, pcancel := contextWithTimeout()
 	defer pcancel()
 	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {

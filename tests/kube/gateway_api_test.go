@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
@@ -42,21 +41,9 @@ func TestGatewayAPIAgainstAPIServer(t *testing.T) {
 	c, ns := newCluster(t, "gwapi")
 	other := c.Namespace(t, "gwapi-other")
 	cs := c.Clientset()
-	gwc, err := gwclient.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	className := ns + "-wayfinder"
+	gwc := gatewayAPIClass(t, c, className)
 	ctx := context.Background()
-	className := ns + "-wayfinder" // GatewayClasses are cluster-scoped; tests share the cluster
-	if _, err := gwc.GatewayV1().GatewayClasses().Create(ctx, &gw.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: className},
-		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = gwc.GatewayV1().GatewayClasses().Delete(context.Background(), className, metav1.DeleteOptions{})
-	})
 	for _, name := range []string{"web", "api"} {
 		if _, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
