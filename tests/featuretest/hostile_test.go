@@ -46,36 +46,6 @@ spec:
 	return b.String()
 }
 
-// neverReading opens an ADS stream as a gateway, asks for clusters and
-// listeners and never reads: with gRPC's fixed 64 KiB windows the server's
-// writes to it block once the first response is on its way.
-func neverReading(t *testing.T, addr, pod string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = conn.Close() })
-	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, _ := structpb.NewStruct(map[string]any{"NAMESPACE": "istio-system", "LABELS": map[string]any{"istio": "ingressgateway"}})
-	node := &core.Node{Id: "router~127.0.0.1~" + pod + ".istio-system~istio-system.svc.cluster.local", Metadata: meta}
-	for i, typ := range []string{adsc.ClusterType, adsc.ListenerType} {
-		req := &discovery.DiscoveryRequest{TypeUrl: typ}
-		if i == 0 {
-			req.Node = node
-		}
-		if err := stream.Send(req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return conn
-}
-
 // metricValue reads an unlabelled metric from /metrics.
 func (e *env) metricValue(name string) float64 {
 	e.t.Helper()
@@ -140,7 +110,7 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 	base := heapAfterGC()
 	conns := make([]*grpc.ClientConn, stuck)
 	for i := range conns {
-		conns[i] = neverReading(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
+		conns[i] = testenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
 	}
 	poll(t, "every stuck gateway connected", 30*time.Second, func() bool { return e.metricValue("pilot_xds") == stuck+1 })
 

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -9,11 +8,6 @@ import (
 	"testing"
 	"time"
 
-	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -38,36 +32,6 @@ func newEnvWith(t *testing.T, prefix string, opts bootstrap.Options) *env {
 	opts.Kubeconfig, opts.WatchNamespaces = c.Kubeconfig, []string{ns}
 	e.server = startServer(t, opts)
 	return e
-}
-
-// stuckGateway opens an ADS stream as a gateway, asks for clusters and
-// listeners and never reads (gRPC's fixed 64 KiB windows make the server's
-// writes block), as tests/featuretest's never-reading gateways do in file
-// mode.
-func stuckGateway(t *testing.T, addr, pod string) {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = conn.Close() })
-	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, _ := structpb.NewStruct(map[string]any{"NAMESPACE": "istio-system", "LABELS": map[string]any{"istio": "ingressgateway"}})
-	node := &core.Node{Id: "router~127.0.0.1~" + pod + ".istio-system~istio-system.svc.cluster.local", Metadata: meta}
-	for i, typ := range []string{adsc.ClusterType, adsc.ListenerType} {
-		req := &discovery.DiscoveryRequest{TypeUrl: typ}
-		if i == 0 {
-			req.Node = node
-		}
-		if err := stream.Send(req); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func heapAfterGC() uint64 {
@@ -113,7 +77,7 @@ func TestStuckGatewaysInKubernetesMode(t *testing.T) {
 
 	base := heapAfterGC()
 	for i := range stuck {
-		stuckGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
+		testenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
 	}
 	// Every stuck stream opened: connected still, or already closed at its
 	// deadline (on a slow machine the first reach it before the last
