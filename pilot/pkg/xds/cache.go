@@ -2,53 +2,26 @@ package xds
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"maps"
 	"reflect"
 	"slices"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// adsCache is the cache go-control-plane's SotW and delta servers serve
-// from. It answers from the view of the stream's proxy and the stream's own
-// state (what it was sent, what it NACKed), never from the request's
-// version alone; see the package comment for the rules.
-type adsCache struct{ s *DiscoveryServer }
-
-var _ cache.Cache = adsCache{}
-
-// Fetch is REST xDS, which is not served.
-func (adsCache) Fetch(context.Context, *cache.Request) (cache.Response, error) {
-	return nil, errors.New("REST xDS is not served; use ADS")
-}
-
-// CreateWatch opens a state-of-the-world watch and answers it at once if
-// the stream's view already differs from what the stream holds.
-func (c adsCache) CreateWatch(req *cache.Request, sub cache.Subscription, ch chan cache.Response) (func(), error) {
-	return c.s.openWatch(req, &watch{sotwReq: req, sub: sub, sotwCh: ch})
-}
-
-// CreateDeltaWatch opens an incremental watch, answered like CreateWatch.
-func (c adsCache) CreateDeltaWatch(req *cache.DeltaRequest, sub cache.Subscription, ch chan cache.DeltaResponse) (func(), error) {
-	return c.s.openWatch(req, &watch{deltaReq: req, sub: sub, deltaCh: ch})
-}
-
-// openWatch binds w to the stream the callbacks saw req on, and evaluates it.
-func (s *DiscoveryServer) openWatch(req any, w *watch) (func(), error) {
+// openWatch binds w to its stream, and evaluates it. The stream's loop
+// calls it after the callbacks saw the request.
+func (s *DiscoveryServer) openWatch(key streamKey, w *watch) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.requests[req]
-	delete(s.requests, req)
+	st := s.streams[key]
 	if st == nil || st.proxy == nil {
 		return nil, status.Error(codes.Internal, "request does not belong to a known stream")
 	}
-	st.request = nil
 	typeURL := ""
 	if w.sotwReq != nil {
 		typeURL = w.sotwReq.GetTypeUrl()
@@ -100,9 +73,8 @@ func compareStreamKey(a, b streamKey) int {
 }
 
 // evaluateLocked answers w if v differs from what its stream holds. The
-// caller holds mu. Sending cannot block: go-control-plane gives each ADS
-// stream a channel with room for two responses per type (one for SotW),
-// and a stream has at most one watch per type, answered at most once.
+// caller holds mu. Sending cannot block: a response goes to the stream's
+// outbox.
 func (s *DiscoveryServer) evaluateLocked(w *watch, v *view) {
 	if w.sotwReq != nil {
 		s.respondSotwLocked(w, v)
@@ -133,7 +105,11 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 		// The subscription's name set is replaced, never changed, by later
 		// requests, so it can be kept as the record of what was answered.
 		sentNames, sentList = names, req.GetResourceNames()
-		resp.Resources = cur.namedAnysFor(sentList, names)
+		if part := sotwPartial(ts, req, cur, names); len(part) > 0 {
+			resp.Resources = part
+		} else {
+			resp.Resources = cur.namedAnysFor(sentList, names)
+		}
 	}
 	// Ordered ADS drops a queued response of a type when a newer request
 	// of that type arrives, so at most this one is still in flight.
@@ -141,11 +117,45 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 	s.wire.sotw.put(resp, cur.sotwBody(ts.typeURL, resp.Resources, s.countEncoding))
 	ts.inflight = []*inflight{{sotw: resp, set: cur, names: sentNames, list: sentList}}
 	ts.watch = nil
-	select {
-	case w.sotwCh <- &cache.PassthroughResponse{Request: req, DiscoveryResponse: resp}:
-	default:
-		s.log.Error("ADS response channel full; response dropped", "proxy", clip(w.st.proxy.proxy.ID), "type", clip(shortType(ts.typeURL)))
+	w.sotwOut.put(&sotwOut{req: req, resp: resp})
+}
+
+// sotwPartial returns, for a named request of a type whose SotW responses
+// need not carry every resource (EDS, RDS and SDS: Envoy and gRPC keep the
+// resources a response leaves out, unlike LDS and CDS), the resources that
+// changed when the stream holds, for the same names, the set cur was built
+// from (a partial endpoint push): the changed names it asked for that
+// exist, by name. istiod's incremental EDS sends the same. Otherwise, or
+// when nothing of the changed set is asked for and exists, nil: the
+// caller sends every name. A client that rejected its last response, or
+// names another version than it was sent, gets every name.
+func sotwPartial(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, names map[string]struct{}) []*anypb.Any {
+	if !partialSotwType(ts.typeURL) || ts.sent == nil || cur.base == nil || cur.base != ts.sent ||
+		(ts.nackedNonce != "" && req.GetResponseNonce() == ts.nackedNonce) || req.GetVersionInfo() != ts.sentVersion ||
+		!(sameMap(names, ts.sentNames) || sameNameList(req.GetResourceNames(), ts.sentList)) {
+		return nil
 	}
+	var out []*anypb.Any
+	for _, n := range slices.Sorted(maps.Keys(cur.changed)) {
+		if _, ok := names[n]; !ok {
+			continue
+		}
+		if r := cur.byName[n]; r != nil {
+			out = append(out, r.any)
+		}
+	}
+	return out
+}
+
+// partialSotwType reports whether a SotW response of typeURL may carry a
+// subset of the names asked for: not for listeners and clusters, whose
+// responses are the whole state for Envoy and for gRPC alike.
+func partialSotwType(typeURL string) bool {
+	switch typeURL {
+	case resource.EndpointType, resource.RouteType, resource.SecretType:
+		return true
+	}
+	return false
 }
 
 // namedAnys returns the Anys of the named resources that exist, by name:
@@ -250,7 +260,7 @@ func sameMap[K comparable, V any](a, b map[K]V) bool {
 func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	ts := w.ts
 	cur := v.set(ts.typeURL)
-	known := w.sub.ReturnedResources()
+	known := w.sub.known
 	if deltaUnchanged(ts, known, cur) {
 		s.convergedLocked(w.st.proxy, ts.typeURL, cur)
 		return
@@ -259,7 +269,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	// covered counts the set's resources the subscription covers: when it
 	// covers them all, the client will hold exactly the set.
 	covered := 0
-	fast := false
+	fast, exact := false, false
 	if b := ts.deltaBuilt; b != nil && cur.base != nil && cur.base == b.set && len(known) == b.n && sameMap(known, b.next) {
 		// cur is the set the client's versions came from with a few
 		// resources replaced (same names): only those can differ, and
@@ -269,8 +279,12 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		if !w.sub.IsWildcard() {
 			subscribed = w.sub.SubscribedResources()
 		}
+		// The client will hold exactly cur when it held exactly the base
+		// and is sent every changed resource.
+		exact = b.shared
 		for _, n := range slices.Sorted(maps.Keys(cur.changed)) {
 			if _, ok := subscribed[n]; subscribed != nil && !ok {
+				exact = false
 				continue
 			}
 			if r := cur.byName[n]; r != nil && known[n] != r.hash {
@@ -278,7 +292,8 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 			}
 		}
 		if len(updates) == 0 {
-			ts.deltaBuilt = &deltaBuilt{next: b.next, n: b.n, set: cur}
+			// What the client holds is cur's content for every name.
+			ts.deltaBuilt = &deltaBuilt{next: b.next, n: b.n, set: cur, shared: b.shared}
 			s.convergedLocked(w.st.proxy, ts.typeURL, cur)
 			return
 		}
@@ -332,14 +347,26 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		s.convergedLocked(w.st.proxy, ts.typeURL, cur)
 		return
 	}
+	// next is what the client holds once this is sent. When that is
+	// exactly cur, it is cur's own version map, shared by every stream
+	// holding cur (never changed; the stream copies it before changing
+	// it). Otherwise it is the stream's own map: the last one this stream
+	// was sent, changed in place (it is touched by the stream's loop only
+	// after this watch is cancelled under mu), or a copy.
 	var next map[string]string
-	if !fast && covered == len(cur.items) {
+	shared := false
+	switch b := ts.deltaBuilt; {
+	case exact || (!fast && covered == len(cur.items)):
 		// Every resource of the set is covered and what the client holds
 		// beyond it is removed: it will hold the set, exactly.
-		next = maps.Clone(cur.versionMap())
-	} else {
+		next, shared = cur.versionMap(), true
+	case b != nil && sameMap(known, b.next) && !b.shared:
+		next = known
+	default:
 		next = make(map[string]string, len(known)+len(updates))
 		maps.Copy(next, known)
+	}
+	if !shared {
 		for _, r := range updates {
 			next[r.GetName()] = r.GetVersion()
 		}
@@ -351,13 +378,9 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		Resources: updates, RemovedResources: removed}
 	s.wire.delta.put(resp, cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding))
 	ts.inflight = append(ts.inflight, &inflight{delta: resp, set: cur})
-	ts.deltaBuilt = &deltaBuilt{next: next, n: len(next), set: cur}
+	ts.deltaBuilt = &deltaBuilt{next: next, n: len(next), set: cur, shared: shared}
 	ts.watch = nil
-	select {
-	case w.deltaCh <- &cache.DeltaPassthroughResponse{DeltaRequest: w.deltaReq, NextVersionMap: next, DeltaDiscoveryResponse: resp}:
-	default:
-		s.log.Error("delta ADS response channel full; response dropped", "proxy", clip(w.st.proxy.proxy.ID), "type", clip(shortType(ts.typeURL)))
-	}
+	w.deltaOut.put(&deltaOut{req: w.deltaReq, resp: resp, next: next, shared: shared})
 }
 
 // deltaUnchanged reports, without walking any names, that a delta watch
@@ -365,11 +388,11 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 // response produced and the view's set is the one that response was cut
 // from. At 5,000 clusters, comparing every name on every ACK and on every
 // push that left the type unchanged was the largest part of a delta
-// server's own CPU. go-control-plane changes a version map in place only
-// when a request subscribes or unsubscribes (openWatch then drops the
-// record), and then only by deleting entries or, for a wildcard
-// subscription, marking one for resending; the length check is a second
-// guard.
+// server's own CPU. The stream's loop changes a version map only when a
+// request subscribes or unsubscribes (openWatch then drops the record),
+// and then only by deleting entries or, for a wildcard subscription,
+// marking one for resending (copying it first if shared); the length check
+// is a second guard.
 func deltaUnchanged(ts *typeStatus, known map[string]string, cur *typeSet) bool {
 	b := ts.deltaBuilt
 	if b == nil || len(known) != b.n || !sameMap(known, b.next) {
@@ -388,7 +411,7 @@ func (s *DiscoveryServer) convergedLocked(p *proxyState, typeURL string, cur *ty
 	}
 }
 
-// commitLocked records a response go-control-plane is writing to a stream:
+// commitLocked records a response the stream's loop is writing:
 // from now on the stream holds it.
 func (s *DiscoveryServer) commitLocked(ts *typeStatus, match func(*inflight) bool, version, nonce string) {
 	for i, f := range ts.inflight {

@@ -12,16 +12,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	grpcstatus "google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 )
 
-// callbacks receives go-control-plane's stream events for both the SotW and
-// the delta server. They run on the stream's goroutine, before the cache
-// sees a request (On*Request) and before a response is written
-// (On*Response), and hold mu only briefly.
+// callbacks receives the stream loops' events for both SotW and delta
+// streams. They run on the stream's goroutine, before the cache sees a
+// request (On*Request) and before a response is written (On*Response),
+// and hold mu only briefly.
 type callbacks struct{ s *DiscoveryServer }
 
 // OnStreamOpen records a SotW stream; its proxy is known at the first request.
@@ -49,7 +48,7 @@ func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) er
 	if err := c.s.limitRequest(streamKey{id: id}, req.GetTypeUrl(), len(req.GetResourceNames())); err != nil {
 		return err
 	}
-	return c.s.onRequest(streamKey{id: id}, req, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetVersionInfo(), req.GetErrorDetail())
+	return c.s.onRequest(streamKey{id: id}, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetVersionInfo(), req.GetErrorDetail())
 }
 
 // OnStreamDeltaRequest is OnStreamRequest for delta streams. Delta requests
@@ -59,19 +58,19 @@ func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryR
 	if err := c.s.limitRequest(streamKey{delta: true, id: id}, req.GetTypeUrl(), names); err != nil {
 		return err
 	}
-	return c.s.onRequest(streamKey{delta: true, id: id}, req, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), "", req.GetErrorDetail())
+	return c.s.onRequest(streamKey{delta: true, id: id}, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), "", req.GetErrorDetail())
 }
 
 // OnStreamResponse notes what is being sent, so the proxy's answer can be
 // matched to a version by its nonce and the stream's holdings are known.
 func (c callbacks) OnStreamResponse(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-	c.s.onResponse(streamKey{id: id}, resp.GetTypeUrl(), resp.GetVersionInfo(), resp.GetNonce(), proto.Size(resp),
+	c.s.onResponse(streamKey{id: id}, resp.GetTypeUrl(), resp.GetVersionInfo(), resp.GetNonce(), c.s.wire.sotwSize(resp),
 		func(f *inflight) bool { return f.sotw == resp })
 }
 
 // OnStreamDeltaResponse is OnStreamResponse for delta streams.
 func (c callbacks) OnStreamDeltaResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
-	c.s.onResponse(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce(), proto.Size(resp),
+	c.s.onResponse(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce(), c.s.wire.deltaSize(resp),
 		func(f *inflight) bool { return f.delta == resp })
 }
 
@@ -99,9 +98,6 @@ func (s *DiscoveryServer) closeStream(key streamKey) {
 	if st == nil {
 		return
 	}
-	if st.request != nil {
-		delete(s.requests, st.request)
-	}
 	for _, ts := range st.types {
 		ts.watch = nil
 	}
@@ -118,7 +114,7 @@ func (s *DiscoveryServer) closeStream(key streamKey) {
 	s.infoPeer(st.peer, "proxy disconnected", "proxy", clip(p.proxy.ID), "connected", s.clock.Since(p.connectedAt))
 }
 
-func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typeURL, nonce, version string, errDetail *status.Status) error {
+func (s *DiscoveryServer) onRequest(key streamKey, node *core.Node, typeURL, nonce, version string, errDetail *status.Status) error {
 	s.mu.Lock()
 	st := s.streams[key]
 	if st == nil {
@@ -145,14 +141,6 @@ func (s *DiscoveryServer) onRequest(key streamKey, req any, node *core.Node, typ
 		}
 		s.mu.Lock()
 	}
-	// Hand the request to the CreateWatch that follows on this goroutine
-	// (none follows a request go-control-plane ignores for a stale nonce;
-	// the next request replaces it).
-	if st.request != nil {
-		delete(s.requests, st.request)
-	}
-	st.request = req
-	s.requests[req] = st
 	s.trackRequestLocked(st, typeURL, nonce, version, errDetail)
 	s.mu.Unlock()
 	return nil
@@ -239,7 +227,7 @@ func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, ve
 	}
 	ts := st.typeStatus(typeURL)
 	if nonce != ts.sentNonce {
-		// go-control-plane ignores requests with a stale nonce; a NACK of
+		// The stream loop ignores requests with a stale nonce; a NACK of
 		// an older response is still worth knowing about.
 		if errDetail != nil {
 			s.recordNackLocked(st, ts, "", nonce, version, errDetail)

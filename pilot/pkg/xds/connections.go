@@ -5,7 +5,6 @@ import (
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
@@ -32,8 +31,8 @@ type pendingChange struct {
 	since   time.Time
 }
 
-// streamKey identifies a stream: go-control-plane's state-of-the-world and
-// delta servers number their streams independently.
+// streamKey identifies a stream: state-of-the-world and delta streams are
+// numbered independently.
 type streamKey struct {
 	delta bool
 	id    int64
@@ -54,10 +53,6 @@ type streamState struct {
 	proxy *proxyState
 	// types is the protocol state per type URL.
 	types map[string]*typeStatus
-	// request is the request handed from the callback that saw it to the
-	// CreateWatch (or CreateDeltaWatch) call that follows on the same
-	// goroutine; see DiscoveryServer.requests.
-	request any
 	// limits is the stream's share of the server's Limits.
 	limits streamLimits
 }
@@ -79,7 +74,7 @@ type typeStatus struct {
 	// ACK carries the same shared list (see wire/names.go), which says
 	// "same names" without walking them (see sameNameList).
 	sentList []string
-	// inflight are responses handed to go-control-plane but not yet
+	// inflight are responses put in the stream's outbox but not yet
 	// written: they become sent in OnStreamResponse. (Ordered ADS drops a
 	// queued response when a newer request of its type arrives.)
 	inflight []*inflight
@@ -100,7 +95,7 @@ type typeStatus struct {
 	lastNack    *nackRecord
 
 	// deltaBuilt is the version map the last delta response handed to
-	// go-control-plane and the set it was cut from; see deltaUnchanged.
+	// the stream's loop and the set it was cut from; see deltaUnchanged.
 	deltaBuilt *deltaBuilt
 }
 
@@ -109,6 +104,9 @@ type deltaBuilt struct {
 	next map[string]string
 	n    int
 	set  *typeSet
+	// shared: next is a set's own version map, which the client's
+	// versions equal exactly those of set; never changed in place.
+	shared bool
 }
 
 // inflight is a response queued for a stream.
@@ -127,9 +125,9 @@ type watch struct {
 	ts       *typeStatus
 	sotwReq  *discovery.DiscoveryRequest
 	deltaReq *discovery.DeltaDiscoveryRequest
-	sub      cache.Subscription
-	sotwCh   chan cache.Response
-	deltaCh  chan cache.DeltaResponse
+	sub      *subscription
+	sotwOut  *outbox[*sotwOut]
+	deltaOut *outbox[*deltaOut]
 }
 
 // nackRecord is the last rejection of a type on a stream.

@@ -1,7 +1,8 @@
 // Package xds is Wayfinder's discovery server: it turns config changes into
 // pushes and serves the result over aggregated discovery (ADS), state of
-// the world (SotW) and delta, through go-control-plane's stream servers and
-// a cache of this package's own (adsCache).
+// the world (SotW) and delta. The stream loops (stream_sotw.go,
+// stream_delta.go) and the answering of requests (cache.go) are this
+// package's own; go-control-plane provides the protocol's types.
 //
 // # Push
 //
@@ -67,12 +68,24 @@
 //
 // # Answering requests
 //
-// The cache keeps per stream and type what was sent (the typeSet it was
-// cut from and, for a named request, the names answered) and answers a
-// watch only when the proxy's view differs from that. It knows the stream
-// of a request because the callbacks, which see the stream id, hand the
-// request over to the CreateWatch that go-control-plane calls next on the
-// same goroutine.
+// Each stream has a loop that reads requests (on a goroutine of its own)
+// and sends responses in the order they were produced. A request of a type
+// cancels that type's open watch, updates the stream's subscription and
+// opens a new watch; a SotW request whose response_nonce is stale is
+// ignored. The cache keeps per stream and type what was sent (the typeSet
+// it was cut from and, for a named request, the names answered) and
+// answers a watch only when the proxy's view differs from that, by
+// putting a response in the stream's outbox.
+//
+// Subscriptions (subscription.go) share their maps: the name set of a
+// request list the codec shares is built once for every stream naming
+// that list, and a delta client holding exactly a view's set holds that
+// set's own version map. A stream copies a shared map before changing it.
+// go-control-plane's stream servers, used before, built a name map per
+// stream for every request and ACK and copied a delta version map per
+// stream and push: at 1,000 clusters and 500 gateways, 49 MB (SotW) and
+// 103 MB (delta) of the live heap at cold start, and most of the cost of
+// an endpoint push to 500 delta streams.
 //
 // SotW: a wildcard request (Envoy's CDS and LDS) gets every resource of
 // the type; a named request (EDS, RDS, SDS, and every type for gRPC) gets
@@ -120,8 +133,9 @@
 //   - One typeSet per type and group (sorted pointers, a name index, the
 //     shared Any slice), shared by all proxies of the group.
 //   - Per stream and type: pointers to the typeSet last sent and the name
-//     set answered; a delta stream also holds go-control-plane's map of
-//     versions the client has (one entry per resource it holds).
+//     set answered (shared between streams naming the same list); a delta
+//     stream also holds the versions the client has: the shared version
+//     map of the set it holds exactly, else a map of its own.
 //   - Per typeSet: the serialized bodies of responses cut from it (at most
 //     eight per protocol), shared by every stream sent them.
 //   - Per send: a response envelope referencing shared Anys and a body,
@@ -186,11 +200,10 @@
 //     proxy is ever missed. Translation runs under pushMu only.
 //   - mu guards the connected proxies, their streams, watches and per-type
 //     state, and the published push state. Critical sections are short (no
-//     translation) so the go-control-plane callbacks and cache calls,
-//     which run on stream goroutines, never wait for a translation.
+//     translation) so the stream loops, which take it to open watches and
+//     record requests and responses, never wait for a translation.
 //
-// Responses are put on go-control-plane's channels while mu is held; this
-// cannot block, because its ADS servers give each stream a channel with
-// room for one (SotW) or two (delta) responses per type and a stream has at
-// most one watch per type, answered at most once.
+// Responses are put in a stream's outbox while mu is held; this never
+// blocks (the outbox is a list, holding at most one response per type: a
+// stream has at most one watch per type, answered at most once).
 package xds

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -71,8 +73,13 @@ func TestEndpointChangeTouchesOnlyItsSubscribers(t *testing.T) {
 
 	eds := all.next(resource.EndpointType)
 	all.ack(eds)
-	if got := resourceNames(t, eds); !slices.Equal(got, edsNames) {
-		t.Errorf("SotW subscriber got %v, want its whole subscription %v", got, edsNames)
+	// EDS need not carry every name in SotW (Envoy and gRPC keep the
+	// assignments a response leaves out): only the changed one is sent.
+	if got := resourceNames(t, eds); !slices.Equal(got, []string{changed}) {
+		t.Errorf("SotW subscriber got %v, want only %s", got, changed)
+	}
+	if got := endpointAddresses(t, eds); !slices.Equal(got, []string{"10.2.0.99"}) {
+		t.Errorf("SotW subscriber got addresses %v, want the new one", got)
 	}
 	deds := d.next(resource.EndpointType)
 	d.ack(deds)
@@ -102,7 +109,11 @@ func TestEndpointChangeTouchesOnlyItsSubscribers(t *testing.T) {
 	h.store.set(partialWorkload("10.2.0.100")...)
 	h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
 		ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "svc-a"}: {}}})
-	all.ack(all.next(resource.EndpointType))
+	eds = all.next(resource.EndpointType)
+	if got := resourceNames(t, eds); !slices.Equal(got, []string{changed}) {
+		t.Errorf("second change: SotW subscriber got %v, want only %s", got, changed)
+	}
+	all.ack(eds)
 	deds = d.next(resource.EndpointType)
 	d.ack(deds)
 	if got := deltaNames(deds); !slices.Equal(got, []string{changed}) {
@@ -129,4 +140,59 @@ func TestEndpointChangeOfUnknownSourceRebuildsAll(t *testing.T) {
 	if gen.full.Load() != 1 || gen.partial.Load() != 0 {
 		t.Errorf("full %d partial %d, want one full rebuild", gen.full.Load(), gen.partial.Load())
 	}
+}
+
+// A SotW stream that rejected its last endpoints, or that holds an older
+// set than the one a partial push started from, is sent every assignment
+// it asks for, not the changed ones alone.
+func TestPartialEndpointPushSendsEverythingAfterANACK(t *testing.T) {
+	h := newHarnessWith(t, newTestStore(partialWorkload("10.2.0.1")...), func(o *Options) { o.Generator = &countingEndpoints{} })
+	h.syncAndWait()
+	c := h.connect(nodeID("n"), ingressLabels)
+	first := c.syncAll()
+	all := resourceNames(t, first[resource.EndpointType])
+	change := func(ip string) {
+		h.store.set(partialWorkload(ip)...)
+		h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
+			ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "svc-a"}: {}}})
+	}
+	change("10.2.0.50")
+	eds := c.next(resource.EndpointType)
+	if got := resourceNames(t, eds); len(got) != 1 {
+		t.Fatalf("first change sent %v, want one assignment", got)
+	}
+	c.nack(eds, "rejected for the test")
+	change("10.2.0.51")
+	eds = c.next(resource.EndpointType)
+	if got := resourceNames(t, eds); !slices.Equal(got, all) {
+		t.Errorf("after a NACK the push sent %v, want every assignment %v", got, all)
+	}
+	c.ack(eds)
+	change("10.2.0.52")
+	eds = c.next(resource.EndpointType)
+	if got := resourceNames(t, eds); len(got) != 1 {
+		t.Errorf("after the ACK the push sent %v, want the changed assignment alone", got)
+	}
+	c.ack(eds)
+	c.barrier()
+}
+
+// endpointAddresses lists the endpoint addresses of the assignments in a
+// response, sorted.
+func endpointAddresses(t *testing.T, resp *discovery.DiscoveryResponse) []string {
+	t.Helper()
+	var out []string
+	for _, a := range resp.GetResources() {
+		var cla endpoint.ClusterLoadAssignment
+		if err := a.UnmarshalTo(&cla); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range cla.GetEndpoints() {
+			for _, e := range l.GetLbEndpoints() {
+				out = append(out, e.GetEndpoint().GetAddress().GetSocketAddress().GetAddress())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -244,14 +244,14 @@ func (fs *fuzzServer) run(t *testing.T, node *core.Node, delta bool, raw [][]byt
 	deadline := time.Now().Add(wait)
 	for {
 		fs.s.mu.Lock()
-		streams, requests, proxies := len(fs.s.streams), len(fs.s.requests), len(fs.s.proxies)
+		streams, proxies := len(fs.s.streams), len(fs.s.proxies)
 		fs.s.mu.Unlock()
-		if streams == 0 && requests == 0 && proxies == 0 && fs.s.sending.Load() == 0 {
+		if streams == 0 && proxies == 0 && fs.s.sending.Load() == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the stream ended the server still holds %d streams, %d requests, %d proxies, %d sends",
-				streams, requests, proxies, fs.s.sending.Load())
+			t.Fatalf("after the stream ended the server still holds %d streams, %d proxies, %d sends",
+				streams, proxies, fs.s.sending.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -9,9 +9,6 @@ import (
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/server/delta/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
@@ -105,10 +102,10 @@ type DiscoveryServer struct {
 	intern *interner
 	// wire maps the responses the cache built to their shared serialized
 	// bodies; see wirecache.go.
-	wire      wireBodies
-	sotw      sotw.Server
-	delta     delta.Server
-	debouncer *debounce.Debouncer[*model.PushRequest]
+	wire wireBodies
+	// sotwIDs and deltaIDs number the streams of each protocol.
+	sotwIDs, deltaIDs atomic.Int64
+	debouncer         *debounce.Debouncer[*model.PushRequest]
 	// edsDebouncer merges endpoint-only requests; see eds_debounce.go.
 	edsDebouncer *debounce.Debouncer[*model.PushRequest]
 
@@ -150,10 +147,6 @@ type DiscoveryServer struct {
 	// streams are the open ADS streams, including streams whose first
 	// request has not arrived yet.
 	streams map[streamKey]*streamState
-	// requests maps a request the callbacks saw to its stream, for the
-	// CreateWatch call go-control-plane makes next on the same goroutine
-	// (the cache interface does not say which stream a request is on).
-	requests map[any]*streamState
 }
 
 // NewDiscoveryServer builds a server. Nothing runs until Run; ADS streams
@@ -187,7 +180,6 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		firstPushDone:    make(chan struct{}),
 		proxies:          map[string]*proxyState{},
 		streams:          map[streamKey]*streamState{},
-		requests:         map[any]*streamState{},
 		debugAuth:        opts.DebugAuth,
 		authFailures:     opts.AuthFailures,
 		gatewayAPIStatus: opts.GatewayAPIStatus,
@@ -202,15 +194,6 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	wire.SetSharedNamesBytes(s.limits.SharedNamesBytes)
 	opts.Registry.MustRegister(backlogCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	// Endpoints, routes and secrets are only ever asked for by name: an
-	// empty list subscribes to nothing (not, as legacy xDS had it, to
-	// everything), so a proxy gets exactly what it names.
-	named := []string{resource.EndpointType, resource.RouteType, resource.SecretType}
-	c := adsCache{s}
-	s.sotw = sotw.NewServer(s.ctx, c, callbacks{s}, sotw.WithOrderedADS(), sotw.WithLogger(cpLogger{s.log}),
-		sotw.DeactivateLegacyWildcardForTypes(named))
-	s.delta = delta.NewServer(s.ctx, c, callbacks{s}, delta.WithLogger(cpLogger{s.log}),
-		delta.DeactivateLegacyWildcardForTypes(named))
 
 	onFire := opts.Debounce.OnFire
 	opts.Debounce.OnFire = func(merged int, waited time.Duration) {
@@ -230,7 +213,7 @@ func (s *DiscoveryServer) Register(g *grpc.Server) {
 	discovery.RegisterAggregatedDiscoveryServiceServer(g, adsService{s: s})
 }
 
-// adsService adapts the go-control-plane stream handlers to the gRPC service.
+// adsService serves the aggregated discovery service's two streams.
 type adsService struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
 	s *DiscoveryServer
@@ -241,7 +224,7 @@ func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscove
 		return err
 	}
 	return serveEvictable(stream.Context(), func(ctx context.Context) error {
-		return a.s.sotw.StreamHandler(sotwStream{stream, a.s, ctx}, resource.AnyType)
+		return a.s.serveSotw(sotwStream{stream, a.s, ctx})
 	})
 }
 
@@ -250,7 +233,7 @@ func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscover
 		return err
 	}
 	return serveEvictable(stream.Context(), func(ctx context.Context) error {
-		return a.s.delta.DeltaStreamHandler(deltaStream{stream, a.s, ctx}, resource.AnyType)
+		return a.s.serveDelta(deltaStream{stream, a.s, ctx})
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -286,5 +287,35 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 				return
 			}
 		}
+	}
+}
+
+// A response's size for the config-size metric, taken from its shared
+// body, is what proto.Size gives, nonce included, in both protocols.
+func TestBodySizeIsProtoSize(t *testing.T) {
+	anys := []*anypb.Any{{TypeUrl: "type.googleapis.com/x", Value: []byte("abc")}, {TypeUrl: "type.googleapis.com/y", Value: make([]byte, 300)}}
+	cur := newTypeSet(nil)
+	var w wireBodies
+	for _, nonce := range []string{"", "1", strings.Repeat("7", 200)} {
+		r := &discovery.DiscoveryResponse{VersionInfo: "v1", TypeUrl: "t", Resources: anys}
+		w.sotw.put(r, cur.sotwBody("t", anys, nil))
+		r.Nonce = nonce
+		if got, want := w.sotwSize(r), proto.Size(r); got != want {
+			t.Errorf("SotW nonce %q: size %d, want %d", nonce, got, want)
+		}
+		deltas := []*discovery.Resource{{Name: "a", Version: "h", Resource: anys[0]}}
+		d := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: "v1", TypeUrl: "t", Resources: deltas, RemovedResources: []string{"gone"}}
+		w.delta.put(d, cur.deltaBody("t", deltas, []string{"gone"}, nil))
+		d.Nonce = nonce
+		if got, want := w.deltaSize(d), proto.Size(d); got != want {
+			t.Errorf("delta nonce %q: size %d, want %d", nonce, got, want)
+		}
+	}
+	// A response changed after the cache built it is measured as it is.
+	r := &discovery.DiscoveryResponse{VersionInfo: "v1", TypeUrl: "t", Resources: anys}
+	w.sotw.put(r, cur.sotwBody("t", anys, nil))
+	r.VersionInfo = "changed"
+	if got, want := w.sotwSize(r), proto.Size(r); got != want {
+		t.Errorf("changed response: size %d, want %d", got, want)
 	}
 }

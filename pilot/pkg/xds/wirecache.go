@@ -7,6 +7,7 @@ import (
 	"weak"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -38,6 +39,28 @@ type body struct {
 	head, tail []byte
 	err        error
 	encoded    func(typeURL string) // counts serializations
+
+	sizeOnce sync.Once
+	size     int // the serialized size without the nonce
+}
+
+// sizeWith returns the size of a response with this body and nonce, as
+// proto.Size would give it, computed once per body rather than once per
+// stream (walking a thousand resources for every stream's size metric
+// was a visible part of a push).
+func (b *body) sizeWith(nonce string) int {
+	b.sizeOnce.Do(func() {
+		if !b.delta {
+			b.size = proto.Size(&discovery.DiscoveryResponse{VersionInfo: b.version, Resources: b.anys, TypeUrl: b.typeURL})
+		} else {
+			b.size = proto.Size(&discovery.DeltaDiscoveryResponse{SystemVersionInfo: b.version, Resources: b.deltas, TypeUrl: b.typeURL, RemovedResources: b.removed})
+		}
+	})
+	if nonce == "" {
+		return b.size
+	}
+	// The nonce is field 5 in both messages: one tag byte, its length, its bytes.
+	return b.size + 1 + protowire.SizeVarint(uint64(len(nonce))) + len(nonce)
 }
 
 // bodies are a typeSet's bodies, newest last.
@@ -159,6 +182,14 @@ func (t *bodyTable[T]) put(r *T, b *body) {
 	runtime.AddCleanup(r, t.drop, k)
 }
 
+// peek returns r's body without forgetting it; nil if r has none.
+func (t *bodyTable[T]) peek(r *T) *body {
+	k := weak.Make(r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[k]
+}
+
 // take returns and forgets r's body; nil if r has none.
 func (t *bodyTable[T]) take(r *T) *body {
 	k := weak.Make(r)
@@ -210,4 +241,21 @@ func (w *wireBodies) deltaFrame(r *discovery.DeltaDiscoveryResponse) (*wire.Fram
 		return nil, nil
 	}
 	return b.frame(r.GetNonce())
+}
+
+// sotwSize is proto.Size(r), from r's shared body when the cache built r
+// and it is unchanged.
+func (w *wireBodies) sotwSize(r *discovery.DiscoveryResponse) int {
+	if b := w.sotw.peek(r); b != nil && b.matchesSotw(r) {
+		return b.sizeWith(r.GetNonce())
+	}
+	return proto.Size(r)
+}
+
+// deltaSize is sotwSize for delta responses.
+func (w *wireBodies) deltaSize(r *discovery.DeltaDiscoveryResponse) int {
+	if b := w.delta.peek(r); b != nil && b.matchesDelta(r) {
+		return b.sizeWith(r.GetNonce())
+	}
+	return proto.Size(r)
 }

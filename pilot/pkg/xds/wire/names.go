@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -48,6 +49,8 @@ type nameLists struct {
 	bytes int64
 	lists map[uint64]*nameList
 	order []uint64 // insertion order, for eviction
+	// byData finds a kept list from its names slice (see NameSet).
+	byData map[*string]*nameList
 }
 
 // nameList is one shared list. The names are substrings of all, the
@@ -57,12 +60,48 @@ type nameList struct {
 	all   string
 	names []string
 	size  int64
+
+	// set is the names as a set (without "*"), built on first use and
+	// shared, like names, by every stream subscribed to this list.
+	setOnce  sync.Once
+	set      map[string]struct{}
+	wildcard bool // the list names "*"
 }
 
-// listSize is what a list of count names encoded in n bytes holds.
-func listSize(n, count int) int64 { return int64(n) + 16*int64(count) + 64 }
+// listSize is what a list of count names encoded in n bytes holds, its
+// set included (counted whether built or not).
+func listSize(n, count int) int64 { return int64(n) + (16+48)*int64(count) + 64 }
 
-var shared = &nameLists{seed: maphash.MakeSeed(), limit: DefaultSharedNamesBytes, lists: map[uint64]*nameList{}}
+var shared = &nameLists{seed: maphash.MakeSeed(), limit: DefaultSharedNamesBytes, lists: map[uint64]*nameList{}, byData: map[*string]*nameList{}}
+
+// NameSet returns the names of a list the codec shares (a request's
+// resource_names or resource_names_subscribe as decoded) as a set, without
+// "*", and whether the list names "*". The set is built once per list and
+// shared by every caller: it must not be changed. ok is false for a list
+// that is not shared (short, too long to keep, or forgotten): the caller
+// builds its own set.
+func NameSet(names []string) (set map[string]struct{}, wildcard, ok bool) {
+	if len(names) == 0 {
+		return nil, false, false
+	}
+	shared.mu.Lock()
+	l := shared.byData[unsafe.SliceData(names)]
+	shared.mu.Unlock()
+	if l == nil || len(l.names) != len(names) {
+		return nil, false, false
+	}
+	l.setOnce.Do(func() {
+		l.set = make(map[string]struct{}, len(l.names))
+		for _, n := range l.names {
+			if n == "*" {
+				l.wildcard = true
+				continue
+			}
+			l.set[n] = struct{}{}
+		}
+	})
+	return l.set, l.wildcard, true
+}
 
 // SetSharedNamesBytes bounds the memory of the request name lists shared
 // between streams (process-wide, as the codec is); lists beyond it are
@@ -170,9 +209,14 @@ func (n *nameLists) lookup(raw []byte, count int) ([]string, bool) {
 	if old, ok := n.lists[h]; ok {
 		n.bytes -= old.size
 		n.order = slices.DeleteFunc(n.order, func(k uint64) bool { return k == h })
+		n.forgetLocked(old)
 	}
 	n.evictLocked(l.size)
 	n.lists[h] = l
+	if n.byData == nil {
+		n.byData = map[*string]*nameList{}
+	}
+	n.byData[unsafe.SliceData(l.names)] = l
 	n.order = append(n.order, h)
 	n.bytes += l.size
 	return names, true
@@ -186,9 +230,18 @@ func (n *nameLists) evictLocked(more int64) {
 		if l := n.lists[k]; l != nil {
 			n.bytes -= l.size
 			delete(n.lists, k)
+			n.forgetLocked(l)
 		}
 	}
 	if len(n.order) == 0 {
 		n.order = nil // let the backing array go
+	}
+}
+
+// forgetLocked drops l from the slice index. Streams holding its names or
+// set keep them; a later request with the same bytes gets a new list.
+func (n *nameLists) forgetLocked(l *nameList) {
+	if len(l.names) > 0 && n.byData[unsafe.SliceData(l.names)] == l {
+		delete(n.byData, unsafe.SliceData(l.names))
 	}
 }

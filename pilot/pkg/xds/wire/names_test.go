@@ -221,3 +221,49 @@ func FuzzCodecDecodesAsProtobuf(f *testing.F) {
 		}
 	})
 }
+
+// Streams naming the same shared list get one set of its names, built
+// once; "*" is reported, not included; a list that is not shared has none.
+func TestNameSetSharedWithTheList(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	a := roundTrip(t, c, edsRequest("gw-1", 300, "1"))
+	b := roundTrip(t, c, edsRequest("gw-2", 300, "2"))
+	sa, wa, oka := NameSet(a.ResourceNames)
+	sb, _, okb := NameSet(b.ResourceNames)
+	if !oka || !okb {
+		t.Fatal("a shared list has no shared set")
+	}
+	if wa {
+		t.Error("a list without \"*\" reported as wildcard")
+	}
+	if len(sa) != 300 {
+		t.Errorf("set has %d names, want 300", len(sa))
+	}
+	if fmt.Sprintf("%p", sa) != fmt.Sprintf("%p", sb) {
+		t.Error("two streams naming the same list got two sets")
+	}
+	for _, n := range a.ResourceNames {
+		if _, ok := sa[n]; !ok {
+			t.Fatalf("set lacks %s", n)
+		}
+	}
+
+	w := edsRequest("gw-3", 300, "3")
+	w.ResourceNames[7] = "*"
+	wr := roundTrip(t, c, w)
+	sw, wild, ok := NameSet(wr.ResourceNames)
+	if !ok || !wild || len(sw) != 299 {
+		t.Errorf("list naming \"*\": ok %v wildcard %v with %d names; want true, true, 299", ok, wild, len(sw))
+	}
+	if _, in := sw["*"]; in {
+		t.Error("\"*\" is in the set")
+	}
+
+	short := roundTrip(t, c, edsRequest("gw-4", 3, "1"))
+	if _, _, ok := NameSet(short.ResourceNames); ok {
+		t.Error("a short list, decoded as usual, has a shared set")
+	}
+	if _, _, ok := NameSet([]string{"made", "here"}); ok {
+		t.Error("a list the codec never saw has a shared set")
+	}
+}

@@ -1,0 +1,120 @@
+package xds
+
+import (
+	"strconv"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// deltaOut is a delta response the cache built for a stream's watch, with
+// the versions the client holds once it is sent (next; shared when it is
+// a view's set's own version map).
+type deltaOut struct {
+	req    *discovery.DeltaDiscoveryRequest
+	resp   *discovery.DeltaDiscoveryResponse
+	next   map[string]string
+	shared bool
+}
+
+// deltaWatchState is what the delta stream loop keeps per type.
+type deltaWatchState struct {
+	cancel func()
+	sub    *subscription
+}
+
+// serveDelta runs one delta (incremental) ADS stream, like serveSotw:
+// requests are read on their own goroutine and handled in order with the
+// cache's responses. Before a request is handled every queued response is
+// sent (a delta response is never superseded: each carries changes the
+// client must see). A request changes its type's subscription only after
+// that type's watch is cancelled, so the cache never reads a subscription
+// being changed.
+func (s *DiscoveryServer) serveDelta(str deltaStream) error {
+	ctx := str.Context()
+	id := s.deltaIDs.Add(1)
+	cb := callbacks{s}
+	reqs := recvAll(ctx, s.ctx, str.Recv)
+	if err := cb.OnDeltaStreamOpen(ctx, id, resource.AnyType); err != nil {
+		return err
+	}
+	var node *core.Node
+	watches := map[string]*deltaWatchState{}
+	out := newOutbox[*deltaOut]()
+	var nonce int64
+	defer func() {
+		for _, w := range watches {
+			w.cancel()
+		}
+		cb.OnDeltaStreamClosed(id, node)
+	}()
+
+	send := func(o *deltaOut) error {
+		nonce++
+		o.resp.Nonce = strconv.FormatInt(nonce, 10)
+		cb.OnStreamDeltaResponse(id, o.req, o.resp)
+		if err := str.Send(o.resp); err != nil {
+			return status.Error(codes.Unavailable, err.Error())
+		}
+		if w := watches[o.req.GetTypeUrl()]; w != nil {
+			w.sub.setKnown(o.next, o.shared)
+		}
+		return nil
+	}
+	sendAll := func() error {
+		for _, o := range out.take() {
+			if err := send(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-out.ready:
+			if err := sendAll(); err != nil {
+				return err
+			}
+		case req, ok := <-reqs:
+			if !ok {
+				return nil
+			}
+			if err := sendAll(); err != nil {
+				return err
+			}
+			if err := cb.OnStreamDeltaRequest(id, req); err != nil {
+				return err
+			}
+			if req.GetNode() != nil {
+				node = req.GetNode()
+			} else {
+				req.Node = node
+			}
+			typeURL := req.GetTypeUrl()
+			if typeURL == "" {
+				return status.Error(codes.InvalidArgument, "type URL is required for ADS")
+			}
+			w := watches[typeURL]
+			if w == nil {
+				w = &deltaWatchState{cancel: func() {}, sub: newDeltaSubscription(req.GetResourceNamesSubscribe(),
+					req.GetResourceNamesUnsubscribe(), req.GetInitialResourceVersions(), s.legacyWildcard(typeURL))}
+				watches[typeURL] = w
+			} else {
+				w.cancel()
+				w.sub.updateDelta(req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe())
+			}
+			cancel, err := s.openWatch(streamKey{delta: true, id: id}, &watch{deltaReq: req, sub: w.sub, deltaOut: out})
+			if err != nil {
+				w.cancel = func() {}
+				return err
+			}
+			w.cancel = cancel
+		}
+	}
+}

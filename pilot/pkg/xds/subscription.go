@@ -1,0 +1,183 @@
+package xds
+
+import (
+	"maps"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
+)
+
+// wildcardName is the explicit wildcard of the xDS protocol.
+const wildcardName = "*"
+
+// subscription is what one stream subscribes to of one type, and (delta)
+// the versions the client holds. It is the cache.Subscription the cache
+// reads, owned by the stream's goroutine (stream_sotw.go,
+// stream_delta.go), which replaces its maps, or changes them when they are
+// its own, only after cancelling the type's watch under mu.
+//
+// The maps are shared where they can be: a name set decoded from a list
+// the codec shares (every gateway of a group names the same clusters) is
+// built once for all streams naming that list (wire.NameSet), and a delta
+// client holding exactly a view's set of a type holds that set's version
+// map. A shared map is never changed: it is copied first (ownNames,
+// ownKnown). go-control-plane's subscription built a map of every name for
+// each request of each stream and each ACK, and a version map per stream
+// and push: at 1,000 clusters and 500 gateways those were most of the
+// server's live heap.
+type subscription struct {
+	// wildcard: every resource of the type (explicit "*", or legacy: the
+	// first request named nothing, for types that allow it).
+	wildcard bool
+	// legacy: the stream has named nothing yet and the type allows
+	// legacy wildcard, so an empty request keeps it wildcard.
+	legacy bool
+
+	names       map[string]struct{}
+	namesShared bool
+
+	// known is the delta client's resource versions (name -> version, ""
+	// for a resource it must be sent again); unused by SotW.
+	known       map[string]string
+	knownShared bool
+}
+
+// SubscribedResources returns the names explicitly subscribed to.
+func (s *subscription) SubscribedResources() map[string]struct{} { return s.names }
+
+// IsWildcard reports whether the subscription is wildcard.
+func (s *subscription) IsWildcard() bool { return s.wildcard }
+
+// ReturnedResources returns the versions the (delta) client holds.
+func (s *subscription) ReturnedResources() map[string]string { return s.known }
+
+// subscribedSet returns the set of names in list without "*", and whether list
+// names "*": shared when the codec shared the list.
+func subscribedSet(list []string) (set map[string]struct{}, wildcard, shared bool) {
+	if set, wildcard, ok := wire.NameSet(list); ok {
+		return set, wildcard, true
+	}
+	set = make(map[string]struct{}, len(list))
+	for _, n := range list {
+		if n == wildcardName {
+			wildcard = true
+			continue
+		}
+		set[n] = struct{}{}
+	}
+	return set, wildcard, false
+}
+
+// newSotwSubscription is a SotW stream's first request of a type.
+func newSotwSubscription(list []string, allowLegacy bool) *subscription {
+	s := &subscription{legacy: allowLegacy, wildcard: allowLegacy && len(list) == 0, names: map[string]struct{}{}}
+	s.setSotw(list)
+	return s
+}
+
+// setSotw replaces the subscription with a SotW request's names: each
+// request names all it wants. In legacy mode an empty list leaves the
+// stream wildcard; any name (or "*") ends legacy mode.
+func (s *subscription) setSotw(list []string) {
+	if s.legacy {
+		if len(list) == 0 {
+			return
+		}
+		s.legacy = false
+	}
+	s.names, s.wildcard, s.namesShared = subscribedSet(list)
+}
+
+// newDeltaSubscription is a delta stream's first request of a type, with
+// the versions the client says it holds (initial_resource_versions).
+func newDeltaSubscription(subscribe, unsubscribe []string, initial map[string]string, allowLegacy bool) *subscription {
+	s := &subscription{legacy: allowLegacy, wildcard: allowLegacy && len(subscribe) == 0, known: initial}
+	if s.known == nil {
+		s.known = map[string]string{}
+	}
+	if len(subscribe) > 0 && !(allowLegacy && len(subscribe) == 0) {
+		// The common first request: the whole list at once, shared.
+		set, wildcard, shared := subscribedSet(subscribe)
+		s.legacy = false
+		s.names, s.namesShared = set, shared
+		if wildcard {
+			s.wildcard = true
+		}
+		s.unsubscribe(unsubscribe)
+		return s
+	}
+	s.names = map[string]struct{}{}
+	s.updateDelta(subscribe, unsubscribe)
+	return s
+}
+
+// updateDelta applies a delta request's subscribe and unsubscribe lists.
+// In legacy mode a request subscribing to nothing leaves the stream
+// wildcard; subscribing to anything ends legacy mode, and the stream stays
+// wildcard until "*" is unsubscribed.
+func (s *subscription) updateDelta(subscribe, unsubscribe []string) {
+	if s.legacy {
+		if len(subscribe) == 0 {
+			return
+		}
+		s.legacy = false
+	}
+	if len(subscribe) > 0 {
+		s.ownNames()
+		for _, n := range subscribe {
+			if n == wildcardName {
+				s.wildcard = true
+				continue
+			}
+			s.names[n] = struct{}{}
+		}
+	}
+	s.unsubscribe(unsubscribe)
+}
+
+// unsubscribe removes names. A name unsubscribed from a wildcard stream
+// is marked for sending again (version ""), so the next response says
+// whether it still exists; otherwise the client is taken to no longer
+// hold it, so subscribing again gets it sent.
+func (s *subscription) unsubscribe(unsubscribe []string) {
+	if len(unsubscribe) == 0 {
+		return
+	}
+	s.ownNames()
+	s.ownKnown()
+	for _, n := range unsubscribe {
+		if n == wildcardName {
+			s.wildcard = false
+			continue
+		}
+		if _, ok := s.names[n]; ok && s.wildcard {
+			s.known[n] = ""
+		} else {
+			delete(s.known, n)
+		}
+		delete(s.names, n)
+	}
+}
+
+// setKnown records the versions the client holds after a response: shared
+// when they are exactly a view's set's version map.
+func (s *subscription) setKnown(next map[string]string, shared bool) {
+	s.known, s.knownShared = next, shared
+}
+
+func (s *subscription) ownNames() {
+	if s.namesShared {
+		s.names, s.namesShared = maps.Clone(s.names), false
+	}
+	if s.names == nil {
+		s.names = map[string]struct{}{}
+	}
+}
+
+func (s *subscription) ownKnown() {
+	if s.knownShared {
+		s.known, s.knownShared = maps.Clone(s.known), false
+	}
+	if s.known == nil {
+		s.known = map[string]string{}
+	}
+}
