@@ -85,6 +85,9 @@ type Controller struct {
 	scanMu sync.Mutex
 	// files is the state of every config file, by path. Guarded by scanMu.
 	files map[string]*fileState
+	// walkProblems are the last directory walk's problems. Guarded by
+	// scanMu.
+	walkProblems []*config.Error
 	// reported holds the problems already logged. Guarded by scanMu.
 	reported map[string]bool
 	// lastStamp is the latest first-seen stamp given, scanStamp the one

@@ -121,3 +121,55 @@ func TestConfigErrorsSortedAndLoggedOnce(t *testing.T) {
 		t.Fatal("a.yaml failed to parse but lost its last good object")
 	}
 }
+
+// A rescan that finds nothing new leaves the store as it was (no new
+// index, no events); one that only finds a change not yet settled does
+// too; the settle window's rescan looks again at the pending file alone
+// and takes it in.
+func TestRescanWithoutChangesKeepsTheStore(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, map[string]string{"a.yaml": gateway("default", "gw", 80), "b.yaml": virtualService("default", "vs", "a.example.com")}, func(o *Options) {
+		o.Clock = clk
+		o.RescanInterval = time.Minute
+		o.disableWatch = true
+	})
+	rec := newRecorder(t)
+	rec.registerAll(e.c)
+	e.run()
+	e.waitScan()
+	rec.expect("add Gateway default/gw", "add VirtualService default/vs")
+	index := func() any {
+		e.c.mu.RLock()
+		defer e.c.mu.RUnlock()
+		return e.c.index
+	}
+	before := index()
+	e.drainScans()
+	clk.Step(time.Minute)
+	e.waitScan()
+	if index() != before {
+		t.Error("a rescan that found no change rebuilt the store's index")
+	}
+
+	e.write("a.yaml", gateway("default", "gw", 81))
+	e.drainScans()
+	clk.Step(time.Minute)
+	e.waitScan() // sees the change, not yet settled
+	if index() != before {
+		t.Error("a change not yet settled rebuilt the store's index")
+	}
+	// b.yaml changes after that scan; the settle rescan looks at a.yaml only.
+	e.write("b.yaml", virtualService("default", "vs", "b.example.com"))
+	clk.Step(defaultSettle)
+	ev := rec.expect("update Gateway default/gw")[0]
+	if gatewayPort(t, &ev.cur) != 81 {
+		t.Fatalf("port = %d, want 81", gatewayPort(t, &ev.cur))
+	}
+	e.waitScan() // the settle rescan, done
+	// The next full rescan finds b.yaml.
+	e.drainScans()
+	clk.Step(time.Minute)
+	e.waitScan()
+	clk.Step(defaultSettle)
+	rec.expect("update VirtualService default/vs")
+}

@@ -58,7 +58,6 @@ func (c *Controller) scan(initial bool) {
 	now := c.clock.Now()
 	c.scanStamp = time.Time{}
 	t := walkTree(c.opts.Dir)
-	problems := t.problems
 	var wake time.Time
 	files := make(map[string]*fileState, len(t.files))
 	for _, p := range t.files {
@@ -86,6 +85,59 @@ func (c *Controller) scan(initial bool) {
 		}
 		wake = earliest(wake, at)
 	}
+	c.finish(files, t.problems, wake, initial)
+}
+
+// rescanPending looks again at the files with a change not yet taken in
+// (see settle.go), and only at them: the settle window's rescan. Every
+// other file was looked at by the scan that found the change, and a
+// later change to any of them raises an event, which rescans everything.
+func (c *Controller) rescanPending() {
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
+	var pending []string
+	for p, st := range c.files {
+		if st.pending != nil {
+			pending = append(pending, p)
+		}
+	}
+	if len(pending) == 0 {
+		c.setWake(time.Time{})
+		return
+	}
+	slices.Sort(pending)
+	now := c.clock.Now()
+	c.scanStamp = time.Time{}
+	files := maps.Clone(c.files)
+	var wake time.Time
+	for _, p := range pending {
+		st, at := c.load(p, now, false)
+		if st != nil {
+			files[p] = st
+		} else {
+			delete(files, p)
+		}
+		wake = earliest(wake, at)
+	}
+	c.finish(files, c.walkProblems, wake, false)
+}
+
+// finish takes in a scan's file states: when any changed, it recomputes
+// the store and queues an event for each object that changed. A scan that
+// changed nothing (the common rescan, or one that only found a change not
+// yet settled) costs no more than its stats: resolving, indexing and
+// diffing every object took most of a rescan's time at 1,000 files.
+// Must be called with scanMu held.
+func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.Error, wake time.Time, initial bool) {
+	if !initial && c.objects != nil && sameStates(files, c.files) && slices.EqualFunc(walkProblems, c.walkProblems, sameError) {
+		c.setWake(wake)
+		if c.opts.scanned != nil {
+			c.opts.scanned()
+		}
+		return
+	}
+	c.walkProblems = walkProblems
+	problems := slices.Clone(walkProblems)
 	c.stampGatewayAPI(files)
 	c.stampFresh(files)
 	c.files = files
@@ -295,4 +347,22 @@ func keyNames(objs []config.Config) []string {
 		out = append(out, obj.Key().String())
 	}
 	return out
+}
+
+// sameStates reports whether a and b hold the same state (the same
+// pointer) for the same paths.
+func sameStates(a, b map[string]*fileState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, st := range a {
+		if b[p] != st {
+			return false
+		}
+	}
+	return true
+}
+
+func sameError(a, b *config.Error) bool {
+	return a.Source == b.Source && a.Message == b.Message
 }

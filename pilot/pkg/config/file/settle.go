@@ -60,8 +60,9 @@ func (c *Controller) setWake(t time.Time) {
 	}
 }
 
-// runSettle rescans when a pending change is due, until ctx is done.
-func (c *Controller) runSettle(ctx context.Context, refresh func()) {
+// runSettle looks again at the files with pending changes when one is
+// due, until ctx is done.
+func (c *Controller) runSettle(ctx context.Context) {
 	timer := c.clock.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -84,9 +85,9 @@ func (c *Controller) runSettle(ctx context.Context, refresh func()) {
 					continue
 				}
 			}
-			refresh()
+			c.rescanPending()
 		case <-timer.C():
-			refresh()
+			c.rescanPending()
 		}
 	}
 }

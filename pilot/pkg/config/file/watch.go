@@ -62,7 +62,7 @@ func (c *Controller) Run(ctx context.Context) {
 		wg.Go(func() { c.forwardEvents(ctx, w, coalesce) })
 	}
 
-	wg.Go(func() { c.runSettle(ctx, refresh) })
+	wg.Go(func() { c.runSettle(ctx) })
 
 	// The ticker exists before the first refresh, so a test that sees that
 	// refresh's events may step the clock to the next tick.
