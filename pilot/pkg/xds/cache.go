@@ -130,13 +130,17 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 // caller sends every name. A client that rejected its last response, or
 // names another version than it was sent, gets every name.
 func sotwPartial(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, names map[string]struct{}) []*anypb.Any {
-	if !partialSotwType(ts.typeURL) || ts.sent == nil || cur.base == nil || cur.base != ts.sent ||
-		(ts.nackedNonce != "" && req.GetResponseNonce() == ts.nackedNonce) || req.GetVersionInfo() != ts.sentVersion ||
+	if !partialSotwType(ts.typeURL) || (ts.nackedNonce != "" && req.GetResponseNonce() == ts.nackedNonce) ||
+		req.GetVersionInfo() != ts.sentVersion ||
 		!(sameMap(names, ts.sentNames) || sameNameList(req.GetResourceNames(), ts.sentList)) {
 		return nil
 	}
+	changed, ok := cur.changedSince(ts.sent)
+	if !ok {
+		return nil
+	}
 	var out []*anypb.Any
-	for _, n := range slices.Sorted(maps.Keys(cur.changed)) {
+	for _, n := range slices.Sorted(maps.Keys(changed)) {
 		if _, ok := names[n]; !ok {
 			continue
 		}
@@ -208,10 +212,10 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	if sameContent && sameNames {
 		return false
 	}
-	if !sameContent && cur.base != nil && cur.base == ts.sent && sameNames {
+	if changed, ok := cur.changedSince(ts.sent); !sameContent && ok && sameNames {
 		// cur is what the stream holds with a few resources replaced:
 		// only those names can differ.
-		for n := range cur.changed {
+		for n := range changed {
 			if _, ok := names[n]; ok {
 				return true
 			}
@@ -270,11 +274,15 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	// covers them all, the client will hold exactly the set.
 	covered := 0
 	fast, exact := false, false
-	if b := ts.deltaBuilt; b != nil && cur.base != nil && cur.base == b.set && len(known) == b.n && sameMap(known, b.next) {
+	b := ts.deltaBuilt
+	var changed map[string]struct{}
+	if b != nil && len(known) == b.n && sameMap(known, b.next) {
+		changed, fast = cur.changedSince(b.set)
+	}
+	if fast {
 		// cur is the set the client's versions came from with a few
 		// resources replaced (same names): only those can differ, and
 		// nothing is removed.
-		fast = true
 		var subscribed map[string]struct{}
 		if !w.sub.IsWildcard() {
 			subscribed = w.sub.SubscribedResources()
@@ -282,7 +290,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		// The client will hold exactly cur when it held exactly the base
 		// and is sent every changed resource.
 		exact = b.shared
-		for _, n := range slices.Sorted(maps.Keys(cur.changed)) {
+		for _, n := range slices.Sorted(maps.Keys(changed)) {
 			if _, ok := subscribed[n]; subscribed != nil && !ok {
 				exact = false
 				continue

@@ -90,10 +90,21 @@ func (s *DiscoveryServer) partialEndpoints(pc *model.PushContext, prev *pushStat
 	}
 	set = newTypeSet(items)
 	set.base, set.changed = prev.endpoints, changed
-	// One step back only: prev forgets its own base, so sets do not
-	// chain (and hold every earlier set). Readers hold mu.
+	// The sets before prev, with the names changed since each: prev's
+	// base and its own older ones, bounded. Then prev forgets them, so
+	// only the newest set holds earlier sets (at most maxAncestors).
+	// Readers hold mu.
 	s.mu.Lock()
-	prev.endpoints.base, prev.endpoints.changed = nil, nil
+	if p := prev.endpoints; p.base != nil {
+		set.older = append(set.older, ancestor{set: p.base, changed: unionNames(p.changed, changed)})
+		for _, a := range p.older {
+			if len(set.older) >= maxAncestors-1 {
+				break
+			}
+			set.older = append(set.older, ancestor{set: a.set, changed: unionNames(a.changed, changed)})
+		}
+	}
+	prev.endpoints.base, prev.endpoints.changed, prev.endpoints.older = nil, nil, nil
 	s.mu.Unlock()
 	// Problems of the services rebuilt replace theirs; the others' stand.
 	for _, e := range prev.endpointErrors {
@@ -117,4 +128,16 @@ func clusterHost(name string) string {
 func (s *DiscoveryServer) buildEndpointsFor(gen PartialEndpointsGenerator, pc *model.PushContext, sources map[config.Key]struct{}) (res EndpointResources, err error) {
 	defer s.recoverTranslation("endpoint", &err)
 	return gen.BuildEndpointsFor(pc, sources), nil
+}
+
+// unionNames returns a new set of the names in a and b.
+func unionNames(a, b map[string]struct{}) map[string]struct{} {
+	out := make(map[string]struct{}, len(a)+len(b))
+	for n := range a {
+		out[n] = struct{}{}
+	}
+	for n := range b {
+		out[n] = struct{}{}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -195,4 +196,53 @@ func endpointAddresses(t *testing.T, resp *discovery.DiscoveryResponse) []string
 	}
 	slices.Sort(out)
 	return out
+}
+
+// A partial endpoint set remembers the few sets before it, with the names
+// changed since each, so a stream that missed pushes (its ACK was on the
+// way) is answered from those names alone; only the newest set holds
+// them, and at most maxAncestors.
+func TestPartialEndpointSetsRememberEarlierSets(t *testing.T) {
+	h := newHarnessWith(t, newTestStore(partialWorkload("10.2.0.1")...), func(o *Options) { o.Generator = &countingEndpoints{} })
+	h.syncAndWait()
+	c := h.connect(nodeID("n"), ingressLabels)
+	c.syncAll()
+	eds := func() *typeSet { return h.snapshot(nodeID("n")).set(resource.EndpointType) }
+	sets := []*typeSet{eds()}
+	svcs := []string{"svc-a", "svc-b", "svc-c", "svc-d"}
+	for i := range 12 {
+		cs := partialWorkload("10.2.0.1")
+		for j, cfg := range cs {
+			if cfg.Name == svcs[i%4] {
+				cs[j] = serviceEntry("default", cfg.Name, cfg.Name+".default.svc.cluster.local", 80, fmt.Sprintf("10.3.0.%d", i+1))
+			}
+		}
+		h.store.set(cs...)
+		h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
+			ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: svcs[i%4]}: {}}})
+		c.ack(c.next(resource.EndpointType))
+		sets = append(sets, eds())
+	}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	last := sets[len(sets)-1]
+	for back := 1; back <= maxAncestors; back++ {
+		changed, ok := last.changedSince(sets[len(sets)-1-back])
+		if !ok {
+			t.Fatalf("the newest set does not know the set %d pushes back", back)
+		}
+		// Within the last 4 pushes, each service changed once: back
+		// pushes touched min(back, 4) services.
+		if want := min(back, 4); len(changed) != want {
+			t.Errorf("%d pushes back: %d names changed, want %d", back, len(changed), want)
+		}
+	}
+	if _, ok := last.changedSince(sets[len(sets)-2-maxAncestors]); ok {
+		t.Errorf("the newest set remembers more than %d sets", maxAncestors)
+	}
+	for i, s := range sets[:len(sets)-1] {
+		if s.base != nil || s.older != nil {
+			t.Errorf("set %d still holds earlier sets", i)
+		}
+	}
 }

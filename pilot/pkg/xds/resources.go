@@ -125,12 +125,45 @@ type typeSet struct {
 	// (see cache.go). Only partial endpoint pushes set them.
 	base    *typeSet
 	changed map[string]struct{}
+	// older are the sets before base, newest first (at most
+	// maxAncestors-1), each with the names changed from it to this set: a
+	// stream that missed a push (its ACK was still on the way) is still
+	// answered by looking at those names alone.
+	older []ancestor
 	// edsCheck keeps the last edsErrors answer.
 	edsCheck struct {
 		mu   sync.Mutex
 		with *typeSet
 		errs []string
 	}
+}
+
+// ancestor is an earlier set and the names changed since it.
+type ancestor struct {
+	set     *typeSet
+	changed map[string]struct{}
+}
+
+// maxAncestors bounds how many earlier sets a partial set remembers.
+const maxAncestors = 8
+
+// changedSince returns the names whose resources differ between old and
+// this set, when this set is old with only those replaced (same names
+// otherwise); ok is false when old is not one of the sets it was built
+// from.
+func (ts *typeSet) changedSince(old *typeSet) (changed map[string]struct{}, ok bool) {
+	if old == nil || ts.base == nil {
+		return nil, false
+	}
+	if old == ts.base {
+		return ts.changed, true
+	}
+	for _, a := range ts.older {
+		if a.set == old {
+			return a.changed, true
+		}
+	}
+	return nil, false
 }
 
 // versionMap returns the set's name -> hash map. It is shared: copy it
