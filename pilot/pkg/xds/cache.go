@@ -114,10 +114,10 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 	// Ordered ADS drops a queued response of a type when a newer request
 	// of that type arrives, so at most this one is still in flight.
 	// Every stream sent this content writes the same serialized body.
-	s.wire.sotw.put(resp, cur.sotwBody(ts.typeURL, resp.Resources, s.countEncoding))
+	b := cur.sotwBody(ts.typeURL, resp.Resources, s.countEncoding)
 	ts.inflight = []*inflight{{sotw: resp, set: cur, names: sentNames, list: sentList}}
 	ts.watch = nil
-	w.sotwOut.put(&sotwOut{req: req, resp: resp})
+	w.sotwOut.put(&sotwOut{req: req, resp: resp, body: b})
 }
 
 // sotwPartial returns, for a named request of a type whose SotW responses
@@ -384,11 +384,11 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	}
 	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.version, TypeUrl: ts.typeURL,
 		Resources: updates, RemovedResources: removed}
-	s.wire.delta.put(resp, cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding))
+	body := cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding)
 	ts.inflight = append(ts.inflight, &inflight{delta: resp, set: cur})
 	ts.deltaBuilt = &deltaBuilt{next: next, n: len(next), set: cur, shared: shared}
 	ts.watch = nil
-	w.deltaOut.put(&deltaOut{req: w.deltaReq, resp: resp, next: next, shared: shared})
+	w.deltaOut.put(&deltaOut{req: w.deltaReq, resp: resp, body: body, next: next, shared: shared})
 }
 
 // deltaUnchanged reports, without walking any names, that a delta watch

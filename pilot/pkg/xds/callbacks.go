@@ -63,14 +63,14 @@ func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryR
 
 // OnStreamResponse notes what is being sent, so the proxy's answer can be
 // matched to a version by its nonce and the stream's holdings are known.
-func (c callbacks) OnStreamResponse(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-	c.s.onResponse(streamKey{id: id}, resp.GetTypeUrl(), resp.GetVersionInfo(), resp.GetNonce(), c.s.wire.sotwSize(resp),
+func (c callbacks) OnStreamResponse(id int64, resp *discovery.DiscoveryResponse, size int) {
+	c.s.onResponse(streamKey{id: id}, resp.GetTypeUrl(), resp.GetVersionInfo(), resp.GetNonce(), size,
 		func(f *inflight) bool { return f.sotw == resp })
 }
 
 // OnStreamDeltaResponse is OnStreamResponse for delta streams.
-func (c callbacks) OnStreamDeltaResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
-	c.s.onResponse(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce(), c.s.wire.deltaSize(resp),
+func (c callbacks) OnStreamDeltaResponse(id int64, resp *discovery.DeltaDiscoveryResponse, size int) {
+	c.s.onResponse(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce(), size,
 		func(f *inflight) bool { return f.delta == resp })
 }
 

@@ -51,8 +51,8 @@
 //
 // Marshaling each response per stream cost a copy of the whole config per
 // gateway (gRPC's buffer, megabytes, until the peer read it) and most of
-// the server's CPU. Instead, a response the cache builds is tied (in a
-// weak-keyed side table, wireBodies) to a body: the response's bytes
+// the server's CPU. Instead, a response the cache builds goes to the
+// stream's outbox with a body: the response's bytes
 // without its nonce, kept by the typeSet it was cut from and shared by
 // every response of that typeSet with the same resources (and, for delta,
 // the same removals). All wildcard SotW responses of a view share one

@@ -100,9 +100,6 @@ type DiscoveryServer struct {
 
 	// intern keeps each generated resource's marshaled form; see resources.go.
 	intern *interner
-	// wire maps the responses the cache built to their shared serialized
-	// bodies; see wirecache.go.
-	wire wireBodies
 	// sotwIDs and deltaIDs number the streams of each protocol.
 	sotwIDs, deltaIDs atomic.Int64
 	debouncer         *debounce.Debouncer[*model.PushRequest]
@@ -252,8 +249,9 @@ type sotwStream struct {
 
 func (s sotwStream) Context() context.Context { return s.ctx }
 
-func (s sotwStream) Send(r *discovery.DiscoveryResponse) error {
-	f, err := s.s.wire.sotwFrame(r)
+// sendBody writes r: as its body's frame when it has one.
+func (s sotwStream) sendBody(r *discovery.DiscoveryResponse, b *body) error {
+	f, err := sotwFrame(b, r)
 	if err != nil {
 		return err
 	}
@@ -273,8 +271,9 @@ type deltaStream struct {
 
 func (s deltaStream) Context() context.Context { return s.ctx }
 
-func (s deltaStream) Send(r *discovery.DeltaDiscoveryResponse) error {
-	f, err := s.s.wire.deltaFrame(r)
+// sendBody writes r: as its body's frame when it has one.
+func (s deltaStream) sendBody(r *discovery.DeltaDiscoveryResponse, b *body) error {
+	f, err := deltaFrame(b, r)
 	if err != nil {
 		return err
 	}

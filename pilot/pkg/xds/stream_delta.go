@@ -16,6 +16,7 @@ import (
 type deltaOut struct {
 	req    *discovery.DeltaDiscoveryRequest
 	resp   *discovery.DeltaDiscoveryResponse
+	body   *body // the shared serialized response (see wirecache.go)
 	next   map[string]string
 	shared bool
 }
@@ -55,8 +56,8 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 	send := func(o *deltaOut) error {
 		nonce++
 		o.resp.Nonce = strconv.FormatInt(nonce, 10)
-		cb.OnStreamDeltaResponse(id, o.req, o.resp)
-		if err := str.Send(o.resp); err != nil {
+		cb.OnStreamDeltaResponse(id, o.resp, deltaSize(o.body, o.resp))
+		if err := str.sendBody(o.resp, o.body); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
 		if w := watches[o.req.GetTypeUrl()]; w != nil {

@@ -15,6 +15,7 @@ import (
 type sotwOut struct {
 	req  *discovery.DiscoveryRequest
 	resp *discovery.DiscoveryResponse
+	body *body // the shared serialized response (see wirecache.go)
 }
 
 // sotwWatchState is what the stream loop keeps per type: the open watch's
@@ -60,8 +61,8 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 		nonce++
 		o.resp.Nonce = strconv.FormatInt(nonce, 10)
 		w.nonce = o.resp.Nonce
-		cb.OnStreamResponse(ctx, id, o.req, o.resp)
-		if err := str.Send(o.resp); err != nil {
+		cb.OnStreamResponse(id, o.resp, sotwSize(o.body, o.resp))
+		if err := str.sendBody(o.resp, o.body); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
 		return nil

@@ -95,9 +95,6 @@ func TestSotwResponsesSerializedOnceForAllStreams(t *testing.T) {
 			t.Errorf("%s responses serialized %v times for %d streams, want once", typ, n, streams)
 		}
 	}
-	if n := h.s.wire.sotw.len(); n != 0 {
-		t.Errorf("%d sent responses still in the body table", n)
-	}
 	for i := range streams {
 		frames := checkFrames(t, codecs[i].captured(), func() *discovery.DiscoveryResponse { return &discovery.DiscoveryResponse{} })
 		if len(frames) != 4 {
@@ -230,9 +227,6 @@ func TestDeltaResponsesSerializedOnceForAllStreams(t *testing.T) {
 			t.Errorf("%s serialized %v times after one removal on %d streams, want twice", typ, n, streams)
 		}
 	}
-	if n := h.s.wire.delta.len(); n != 0 {
-		t.Errorf("%d sent responses still in the body table", n)
-	}
 	for i := range streams {
 		frames := checkFrames(t, codecs[i].captured(), func() *discovery.DeltaDiscoveryResponse { return &discovery.DeltaDiscoveryResponse{} })
 		if len(frames) != 6 {
@@ -249,34 +243,29 @@ func TestDeltaResponsesSerializedOnceForAllStreams(t *testing.T) {
 	}
 }
 
-// A response the cache did not build (or one changed after it was built)
-// is marshaled as usual: the body table never answers for it.
+// A response without a body (or one changed after its body was cut) is
+// marshaled as usual: no frame is made for it.
 func TestFrameOnlyForUnchangedCacheResponses(t *testing.T) {
 	ts := newTypeSet(nil)
-	var w wireBodies
 	foreign := &discovery.DiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "1"}
-	if f, err := w.sotwFrame(foreign); f != nil || err != nil {
-		t.Errorf("frame for a response the cache did not build: %v %v", f, err)
+	if f, err := sotwFrame(nil, foreign); f != nil || err != nil {
+		t.Errorf("frame for a response without a body: %v %v", f, err)
 	}
 	resp := &discovery.DiscoveryResponse{VersionInfo: ts.version, TypeUrl: resource.ClusterType}
-	w.sotw.put(resp, ts.sotwBody(resource.ClusterType, nil, nil))
+	b := ts.sotwBody(resource.ClusterType, nil, nil)
 	resp.VersionInfo = "changed"
-	if f, err := w.sotwFrame(resp); f != nil || err != nil {
+	if f, err := sotwFrame(b, resp); f != nil || err != nil {
 		t.Errorf("frame for a changed response: %v %v", f, err)
 	}
 	resp.VersionInfo = ts.version
-	w.sotw.put(resp, ts.sotwBody(resource.ClusterType, nil, nil))
 	resp.Nonce = "7"
-	f, err := w.sotwFrame(resp)
+	f, err := sotwFrame(b, resp)
 	if err != nil || f == nil {
 		t.Fatalf("no frame for the cache's response: %v", err)
 	}
 	want, _ := proto.MarshalOptions{Deterministic: true}.Marshal(resp)
 	if got := f.Append(nil); !bytes.Equal(got, want) || f.Len() != len(want) {
 		t.Errorf("frame %x (len %d), want %x", got, f.Len(), want)
-	}
-	if w.sotw.len() != 0 {
-		t.Error("a sent response stays in the body table")
 	}
 }
 
@@ -295,27 +284,26 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 func TestBodySizeIsProtoSize(t *testing.T) {
 	anys := []*anypb.Any{{TypeUrl: "type.googleapis.com/x", Value: []byte("abc")}, {TypeUrl: "type.googleapis.com/y", Value: make([]byte, 300)}}
 	cur := newTypeSet(nil)
-	var w wireBodies
 	for _, nonce := range []string{"", "1", strings.Repeat("7", 200)} {
 		r := &discovery.DiscoveryResponse{VersionInfo: "v1", TypeUrl: "t", Resources: anys}
-		w.sotw.put(r, cur.sotwBody("t", anys, nil))
+		b := cur.sotwBody("t", anys, nil)
 		r.Nonce = nonce
-		if got, want := w.sotwSize(r), proto.Size(r); got != want {
+		if got, want := sotwSize(b, r), proto.Size(r); got != want {
 			t.Errorf("SotW nonce %q: size %d, want %d", nonce, got, want)
 		}
 		deltas := []*discovery.Resource{{Name: "a", Version: "h", Resource: anys[0]}}
 		d := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: "v1", TypeUrl: "t", Resources: deltas, RemovedResources: []string{"gone"}}
-		w.delta.put(d, cur.deltaBody("t", deltas, []string{"gone"}, nil))
+		db := cur.deltaBody("t", deltas, []string{"gone"}, nil)
 		d.Nonce = nonce
-		if got, want := w.deltaSize(d), proto.Size(d); got != want {
+		if got, want := deltaSize(db, d), proto.Size(d); got != want {
 			t.Errorf("delta nonce %q: size %d, want %d", nonce, got, want)
 		}
 	}
 	// A response changed after the cache built it is measured as it is.
 	r := &discovery.DiscoveryResponse{VersionInfo: "v1", TypeUrl: "t", Resources: anys}
-	w.sotw.put(r, cur.sotwBody("t", anys, nil))
+	b := cur.sotwBody("t", anys, nil)
 	r.VersionInfo = "changed"
-	if got, want := w.sotwSize(r), proto.Size(r); got != want {
+	if got, want := sotwSize(b, r), proto.Size(r); got != want {
 		t.Errorf("changed response: size %d, want %d", got, want)
 	}
 }

@@ -1,10 +1,8 @@
 package xds
 
 import (
-	"runtime"
 	"slices"
 	"sync"
-	"weak"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -162,72 +160,14 @@ func (b *body) matchesDelta(r *discovery.DeltaDiscoveryResponse) bool {
 		r.GetControlPlane() == nil && r.GetRemovedResourceNames() == nil && r.GetResourceErrors() == nil
 }
 
-// bodyTable maps a response the cache built to its shared body until a
-// stream sends it. Keys are weak, so a response that is never sent (its
-// stream closed, or a newer request replaced it) drops out of the table
-// when it is collected.
-type bodyTable[T any] struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[T]]*body
-}
-
-func (t *bodyTable[T]) put(r *T, b *body) {
-	k := weak.Make(r)
-	t.mu.Lock()
-	if t.m == nil {
-		t.m = map[weak.Pointer[T]]*body{}
-	}
-	t.m[k] = b
-	t.mu.Unlock()
-	runtime.AddCleanup(r, t.drop, k)
-}
-
-// peek returns r's body without forgetting it; nil if r has none.
-func (t *bodyTable[T]) peek(r *T) *body {
-	k := weak.Make(r)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[k]
-}
-
-// take returns and forgets r's body; nil if r has none.
-func (t *bodyTable[T]) take(r *T) *body {
-	k := weak.Make(r)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.m[k]
-	delete(t.m, k)
-	return b
-}
-
-func (t *bodyTable[T]) drop(k weak.Pointer[T]) {
-	t.mu.Lock()
-	delete(t.m, k)
-	t.mu.Unlock()
-}
-
-// len is the number of responses waiting to be sent (for tests).
-func (t *bodyTable[T]) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}
-
-// wireBodies are the server's side tables from responses to bodies.
-type wireBodies struct {
-	sotw  bodyTable[discovery.DiscoveryResponse]
-	delta bodyTable[discovery.DeltaDiscoveryResponse]
-}
-
 // countEncoding counts one serialized response body.
 func (s *DiscoveryServer) countEncoding(typeURL string) {
 	s.metrics.encodings.WithLabelValues(metricType(typeURL)).Inc()
 }
 
 // sotwFrame returns the frame to write for r, or nil to marshal r as
-// usual (a response the cache did not build, or one changed since).
-func (w *wireBodies) sotwFrame(r *discovery.DiscoveryResponse) (*wire.Frame, error) {
-	b := w.sotw.take(r)
+// usual (no body, or r changed since its body was cut).
+func sotwFrame(b *body, r *discovery.DiscoveryResponse) (*wire.Frame, error) {
 	if b == nil || !b.matchesSotw(r) {
 		return nil, nil
 	}
@@ -235,26 +175,24 @@ func (w *wireBodies) sotwFrame(r *discovery.DiscoveryResponse) (*wire.Frame, err
 }
 
 // deltaFrame is sotwFrame for delta responses.
-func (w *wireBodies) deltaFrame(r *discovery.DeltaDiscoveryResponse) (*wire.Frame, error) {
-	b := w.delta.take(r)
+func deltaFrame(b *body, r *discovery.DeltaDiscoveryResponse) (*wire.Frame, error) {
 	if b == nil || !b.matchesDelta(r) {
 		return nil, nil
 	}
 	return b.frame(r.GetNonce())
 }
 
-// sotwSize is proto.Size(r), from r's shared body when the cache built r
-// and it is unchanged.
-func (w *wireBodies) sotwSize(r *discovery.DiscoveryResponse) int {
-	if b := w.sotw.peek(r); b != nil && b.matchesSotw(r) {
+// sotwSize is proto.Size(r), from its body when r is unchanged since.
+func sotwSize(b *body, r *discovery.DiscoveryResponse) int {
+	if b != nil && b.matchesSotw(r) {
 		return b.sizeWith(r.GetNonce())
 	}
 	return proto.Size(r)
 }
 
 // deltaSize is sotwSize for delta responses.
-func (w *wireBodies) deltaSize(r *discovery.DeltaDiscoveryResponse) int {
-	if b := w.delta.peek(r); b != nil && b.matchesDelta(r) {
+func deltaSize(b *body, r *discovery.DeltaDiscoveryResponse) int {
+	if b != nil && b.matchesDelta(r) {
 		return b.sizeWith(r.GetNonce())
 	}
 	return proto.Size(r)
