@@ -59,26 +59,43 @@ func TestCreateUpdateDeleteEveryKindReachesTheGateway(t *testing.T) {
 	}
 
 	// Update each.
-	vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, "bookinfo", metav1.GetOptions{})
-	e.must(err)
-	vs.Spec.Http[0].Route[0].Destination.Subset = "v2"
-	_, err = e.istio.NetworkingV1().VirtualServices(e.ns).Update(ctx, vs, metav1.UpdateOptions{})
-	e.must(err)
-	dr, err := e.istio.NetworkingV1().DestinationRules(e.ns).Get(ctx, "reviews", metav1.GetOptions{})
-	e.must(err)
-	dr.Spec.Subsets = append(dr.Spec.Subsets, &networking.Subset{Name: "v3", Labels: map[string]string{"version": "v3"}})
-	_, err = e.istio.NetworkingV1().DestinationRules(e.ns).Update(ctx, dr, metav1.UpdateOptions{})
-	e.must(err)
-	se, err := e.istio.NetworkingV1().ServiceEntries(e.ns).Get(ctx, "ext", metav1.GetOptions{})
-	e.must(err)
-	se.Spec.Hosts = append(se.Spec.Hosts, "api2.example.com")
-	_, err = e.istio.NetworkingV1().ServiceEntries(e.ns).Update(ctx, se, metav1.UpdateOptions{})
-	e.must(err)
-	g, err := e.istio.NetworkingV1().Gateways(e.ns).Get(ctx, "gw", metav1.GetOptions{})
-	e.must(err)
-	g.Spec.Servers = append(g.Spec.Servers, &networking.Server{Port: &networking.Port{Number: 8080, Name: "http-alt", Protocol: "HTTP"}, Hosts: []string{"*"}})
-	_, err = e.istio.NetworkingV1().Gateways(e.ns).Update(ctx, g, metav1.UpdateOptions{})
-	e.must(err)
+	// Each read-modify-write is retried on a conflict with a status write.
+	e.update(func() error {
+		vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, "bookinfo", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		vs.Spec.Http[0].Route[0].Destination.Subset = "v2"
+		_, err = e.istio.NetworkingV1().VirtualServices(e.ns).Update(ctx, vs, metav1.UpdateOptions{})
+		return err
+	})
+	e.update(func() error {
+		dr, err := e.istio.NetworkingV1().DestinationRules(e.ns).Get(ctx, "reviews", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		dr.Spec.Subsets = append(dr.Spec.Subsets, &networking.Subset{Name: "v3", Labels: map[string]string{"version": "v3"}})
+		_, err = e.istio.NetworkingV1().DestinationRules(e.ns).Update(ctx, dr, metav1.UpdateOptions{})
+		return err
+	})
+	e.update(func() error {
+		se, err := e.istio.NetworkingV1().ServiceEntries(e.ns).Get(ctx, "ext", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		se.Spec.Hosts = append(se.Spec.Hosts, "api2.example.com")
+		_, err = e.istio.NetworkingV1().ServiceEntries(e.ns).Update(ctx, se, metav1.UpdateOptions{})
+		return err
+	})
+	e.update(func() error {
+		g, err := e.istio.NetworkingV1().Gateways(e.ns).Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		g.Spec.Servers = append(g.Spec.Servers, &networking.Server{Port: &networking.Port{Number: 8080, Name: "http-alt", Protocol: "HTTP"}, Hosts: []string{"*"}})
+		_, err = e.istio.NetworkingV1().Gateways(e.ns).Update(ctx, g, metav1.UpdateOptions{})
+		return err
+	})
 	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "reviews", metav1.GetOptions{})
 	e.must(err)
 	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "grpc", Port: 9090})

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
@@ -137,6 +138,13 @@ func (e *env) must(err error) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// update runs a read-modify-write of an object again while it fails on a
+// conflict: the status writers write the objects the tests edit.
+func (e *env) update(rmw func() error) {
+	e.t.Helper()
+	e.must(retry.RetryOnConflict(retry.DefaultRetry, rmw))
 }
 
 func (e *env) gatewayObj(name string) *networkingv1.Gateway {

@@ -13,6 +13,7 @@ import (
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -241,12 +242,16 @@ func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
 	})
 	eventually(t, "attachedRoutes a=2, b=0", attached("a=2,b=0"))
 
-	moving, err := api.HTTPRoutes(ns).Get(ctx, "moving", metav1.GetOptions{})
-	e.must(err)
-	b := gw.SectionName("b")
-	moving.Spec.ParentRefs[0].SectionName = &b
-	_, err = api.HTTPRoutes(ns).Update(ctx, moving, metav1.UpdateOptions{})
-	e.must(err)
+	e.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		moving, err := api.HTTPRoutes(ns).Get(ctx, "moving", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		b := gw.SectionName("b")
+		moving.Spec.ParentRefs[0].SectionName = &b
+		_, err = api.HTTPRoutes(ns).Update(ctx, moving, metav1.UpdateOptions{})
+		return err
+	})) // retried on a conflict with our own status write
 	waitFor(t, proxy, "the moved route on listener b (http.8080) only", func(s adsc.State) bool {
 		return hasVirtualHost(s, "http.80", "stay.example.com:80") && !hasVirtualHost(s, "http.80", "move.example.com:80") &&
 			hasVirtualHost(s, "http.8080", "move.example.com:8080")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
@@ -160,12 +161,16 @@ func TestGatewayAPIStatus(t *testing.T) {
 
 	// A spec change (generation 2) is converted again, though status
 	// writes alone (same generation) are not: its backend is gone.
-	shop, err := api.HTTPRoutes(ns).Get(ctx, "shop", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shop.Spec.Rules[0].BackendRefs[0].Name = "nope"
-	if _, err := api.HTTPRoutes(ns).Update(ctx, shop, metav1.UpdateOptions{}); err != nil {
+	// Retried on a conflict with our own status write.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		shop, err := api.HTTPRoutes(ns).Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		shop.Spec.Rules[0].BackendRefs[0].Name = "nope"
+		_, err = api.HTTPRoutes(ns).Update(ctx, shop, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "HTTPRoute shop BackendNotFound at generation 2", routeWith("shop", metav1.ConditionFalse, "BackendNotFound"))

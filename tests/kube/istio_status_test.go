@@ -201,11 +201,15 @@ func TestIstioObjectStatus(t *testing.T) {
 
 func (e *env) setVSHosts(name string, hosts ...string) {
 	e.t.Helper()
-	vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, name, metav1.GetOptions{})
-	e.must(err)
-	vs.Spec.Hosts = hosts
-	_, err = e.istio.NetworkingV1().VirtualServices(e.ns).Update(ctx, vs, metav1.UpdateOptions{})
-	e.must(err)
+	e.update(func() error {
+		vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		vs.Spec.Hosts = hosts
+		_, err = e.istio.NetworkingV1().VirtualServices(e.ns).Update(ctx, vs, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // waitVSStatus polls the VirtualService until cond holds on its status

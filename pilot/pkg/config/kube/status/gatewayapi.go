@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -138,6 +139,9 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 				gw.GatewayClassConditionStatusAccepted, gw.GatewayClassConditionType(gw.GatewayConditionProgrammed))}
 		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
+		// want shares its listeners with the conversion's status, which
+		// /debug/configz reads: change a copy.
+		want.Listeners = slices.Clone(want.Listeners)
 		for i := range want.Listeners {
 			for _, cur := range o.Status.Listeners {
 				if cur.Name == want.Listeners[i].Name {
