@@ -15,10 +15,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -188,7 +186,7 @@ func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins harness.Bi
 		"--secure-grpc-addr=", "--log-format", "json", "--log-level", "info"}, o.pilotArgs...)
 	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("kube-%s-%s.log", c, res.Server))
 	w := newLogWatch(servicesSynced, configSynced, firstPush)
-	p, err := startWatchedProc(o.pilot, args, logPath, w)
+	p, err := startProc(o.pilot, args, logPath, w)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -300,24 +298,6 @@ func (w *logWatch) at(msg string) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.seen[msg]
-}
-
-// startWatchedProc is startProc with the output also going to w.
-func startWatchedProc(bin string, args []string, logPath string, w io.Writer) (*proc, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	out := io.MultiWriter(f, w)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan error, 1), log: f}
-	go func() { p.done <- cmd.Wait() }()
-	return p, nil
 }
 
 // currentRSS reads the process's resident set size now (VmRSS).

@@ -316,7 +316,7 @@ func runFloor(ctx context.Context, o options, c benchCase, dumps string, delta b
 // reads the server's usage.
 func measure(ctx context.Context, o options, res result, bin string, args []string, readyURL string, lo load.Options) result {
 	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("%s-%s.log", res.Case, res.Server))
-	p, err := startProc(bin, args, logPath)
+	p, err := startProc(bin, args, logPath, nil)
 	if err != nil {
 		res.Error = err.Error()
 		return res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,14 +26,19 @@ type proc struct {
 	log  *os.File
 }
 
-// startProc runs bin with args, its output going to logPath.
-func startProc(bin string, args []string, logPath string) (*proc, error) {
+// startProc runs bin with args, its output going to logPath and, when
+// also is not nil, to also.
+func startProc(bin string, args []string, logPath string, also io.Writer) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
+	var out io.Writer = f
+	if also != nil {
+		out = io.MultiWriter(f, also)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
