@@ -122,16 +122,8 @@ func runKubeMode(o options, kf *kubeFlags) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"bin", "logs"} {
-		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
-			return err
-		}
-	}
-	if o.pilot == "" {
-		o.pilot = filepath.Join(o.out, "bin", "pilot-discovery")
-		if err := goBuild(o.pilot, "./pilot/cmd/pilot-discovery"); err != nil {
-			return err
-		}
+	if err := prepareOut(&o); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

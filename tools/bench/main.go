@@ -115,16 +115,8 @@ func run() error {
 	if kube.enabled {
 		return runKubeMode(o, kube)
 	}
-	for _, d := range []string{"bin", "work", "dumps", "logs"} {
-		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
-			return err
-		}
-	}
-	if o.pilot == "" {
-		o.pilot = filepath.Join(o.out, "bin", "pilot-discovery")
-		if err := goBuild(o.pilot, "./pilot/cmd/pilot-discovery"); err != nil {
-			return err
-		}
+	if err := prepareOut(&o, "work", "dumps"); err != nil {
+		return err
 	}
 	if o.floor == "" && !o.skipFloor {
 		o.floor = filepath.Join(o.out, "bin", "floor")
@@ -382,4 +374,21 @@ func writeReport[T any](dir, name string, m machine, results []T, md string) err
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(md), 0o644)
+}
+
+// prepareOut creates OUT's bin and logs folders (and dirs), and builds
+// pilot-discovery into OUT/bin unless --pilot names a binary.
+func prepareOut(o *options, dirs ...string) error {
+	for _, d := range append([]string{"bin", "logs"}, dirs...) {
+		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if o.pilot == "" {
+		o.pilot = filepath.Join(o.out, "bin", "pilot-discovery")
+		if err := goBuild(o.pilot, "./pilot/cmd/pilot-discovery"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
