@@ -140,7 +140,7 @@ func sotwPartial(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, 
 		return nil
 	}
 	var out []*anypb.Any
-	for _, n := range slices.Sorted(maps.Keys(changed)) {
+	for _, n := range changed {
 		if _, ok := names[n]; !ok {
 			continue
 		}
@@ -215,7 +215,7 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 	if changed, ok := cur.changedSince(ts.sent); !sameContent && ok && sameNames {
 		// cur is what the stream holds with a few resources replaced:
 		// only those names can differ.
-		for n := range changed {
+		for _, n := range changed {
 			if _, ok := names[n]; ok {
 				return true
 			}
@@ -275,7 +275,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	covered := 0
 	fast, exact := false, false
 	b := ts.deltaBuilt
-	var changed map[string]struct{}
+	var changed []string
 	if b != nil && len(known) == b.n && sameMap(known, b.next) {
 		changed, fast = cur.changedSince(b.set)
 	}
@@ -290,7 +290,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		// The client will hold exactly cur when it held exactly the base
 		// and is sent every changed resource.
 		exact = b.shared
-		for _, n := range slices.Sorted(maps.Keys(changed)) {
+		for _, n := range changed {
 			if _, ok := subscribed[n]; subscribed != nil && !ok {
 				exact = false
 				continue

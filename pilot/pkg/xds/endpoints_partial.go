@@ -69,7 +69,7 @@ func (s *DiscoveryServer) partialEndpoints(pc *model.PushContext, prev *pushStat
 		byName[r.name] = r
 	}
 	items := slices.Clone(prev.endpoints.items)
-	changed := map[string]struct{}{}
+	var changed []string
 	matched := 0
 	for i, r := range items {
 		if !hosts[clusterHost(r.name)] {
@@ -82,7 +82,7 @@ func (s *DiscoveryServer) partialEndpoints(pc *model.PushContext, prev *pushStat
 		matched++
 		if nr != r {
 			items[i] = nr
-			changed[r.name] = struct{}{}
+			changed = append(changed, r.name) // items are sorted by name
 		}
 	}
 	if matched != len(built) {
@@ -130,14 +130,7 @@ func (s *DiscoveryServer) buildEndpointsFor(gen PartialEndpointsGenerator, pc *m
 	return gen.BuildEndpointsFor(pc, sources), nil
 }
 
-// unionNames returns a new set of the names in a and b.
-func unionNames(a, b map[string]struct{}) map[string]struct{} {
-	out := make(map[string]struct{}, len(a)+len(b))
-	for n := range a {
-		out[n] = struct{}{}
-	}
-	for n := range b {
-		out[n] = struct{}{}
-	}
-	return out
+// unionNames returns the sorted names in a or b, both sorted.
+func unionNames(a, b []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(slices.Concat(a, b))))
 }

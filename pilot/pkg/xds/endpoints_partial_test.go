@@ -101,7 +101,7 @@ func TestEndpointChangeTouchesOnlyItsSubscribers(t *testing.T) {
 	if v.sets[edsIdx].changed == nil {
 		t.Error("the endpoint set does not record what changed")
 	}
-	if _, ok := v.sets[edsIdx].changed[changed]; !ok || len(v.sets[edsIdx].changed) != 1 {
+	if !slices.Equal(v.sets[edsIdx].changed, []string{changed}) {
 		t.Errorf("changed = %v, want only %s", v.sets[edsIdx].changed, changed)
 	}
 

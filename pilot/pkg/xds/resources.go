@@ -124,7 +124,7 @@ type typeSet struct {
 	// stream holding base is answered by looking at those names alone
 	// (see cache.go). Only partial endpoint pushes set them.
 	base    *typeSet
-	changed map[string]struct{}
+	changed []string // sorted
 	// older are the sets before base, newest first (at most
 	// maxAncestors-1), each with the names changed from it to this set: a
 	// stream that missed a push (its ACK was still on the way) is still
@@ -141,17 +141,17 @@ type typeSet struct {
 // ancestor is an earlier set and the names changed since it.
 type ancestor struct {
 	set     *typeSet
-	changed map[string]struct{}
+	changed []string // sorted
 }
 
 // maxAncestors bounds how many earlier sets a partial set remembers.
 const maxAncestors = 8
 
 // changedSince returns the names whose resources differ between old and
-// this set, when this set is old with only those replaced (same names
-// otherwise); ok is false when old is not one of the sets it was built
-// from.
-func (ts *typeSet) changedSince(old *typeSet) (changed map[string]struct{}, ok bool) {
+// this set, sorted, when this set is old with only those replaced (same
+// names otherwise); ok is false when old is not one of the sets it was
+// built from. Computed once per push, read by every stream.
+func (ts *typeSet) changedSince(old *typeSet) (changed []string, ok bool) {
 	if old == nil || ts.base == nil {
 		return nil, false
 	}
