@@ -94,19 +94,16 @@ func newDeltaSubscription(subscribe, unsubscribe []string, initial map[string]st
 	if s.known == nil {
 		s.known = map[string]string{}
 	}
-	if len(subscribe) > 0 && !(allowLegacy && len(subscribe) == 0) {
-		// The common first request: the whole list at once, shared.
-		set, wildcard, shared := subscribedSet(subscribe)
-		s.legacy = false
-		s.names, s.namesShared = set, shared
-		if wildcard {
-			s.wildcard = true
-		}
-		s.unsubscribe(unsubscribe)
+	if len(subscribe) == 0 {
+		s.names = map[string]struct{}{}
+		s.updateDelta(nil, unsubscribe)
 		return s
 	}
-	s.names = map[string]struct{}{}
-	s.updateDelta(subscribe, unsubscribe)
+	// The common first request: the whole list at once, its set shared.
+	// Naming anything ends legacy wildcard; "*" subscribes to everything.
+	s.legacy = false
+	s.names, s.wildcard, s.namesShared = subscribedSet(subscribe)
+	s.unsubscribe(unsubscribe)
 	return s
 }
 
