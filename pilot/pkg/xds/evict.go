@@ -22,7 +22,7 @@ var errEvicted = errors.New("node id claimed by an authenticated stream")
 type streamCancelKey struct{}
 
 // withStreamCancel returns a context for one ADS stream that evict can end:
-// go-control-plane's stream loop returns when the stream's context ends.
+// the stream's loop returns when it ends.
 func withStreamCancel(parent context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	return context.WithValue(ctx, streamCancelKey{}, cancel), cancel
@@ -57,28 +57,21 @@ func (p *proxyState) firstPeer() string {
 	return ""
 }
 
-// serveEvictable runs one ADS stream's handler with a context evictLocked
-// can end. go-control-plane's loop stops only when the client's Recv
-// fails, so an evicted stream is ended by returning from the gRPC handler:
-// gRPC then closes the stream with that status and cancels it, which ends
-// the Recv and with it the loop, whose late writes fail harmlessly.
+// serveEvictable runs one ADS stream's loop with a context evictLocked
+// and the drain can end. The loop returns when it ends (a write waiting
+// for the client returns too; see sendWithin), and the stream is closed
+// with the status that says why.
 func serveEvictable(parent context.Context, run func(ctx context.Context) error) error {
 	ctx, cancel := withStreamCancel(parent)
 	defer cancel(nil)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, errEvicted):
-			return status.Error(codes.PermissionDenied, "this node id was claimed by an authenticated stream; unauthenticated streams holding it were closed")
-		case errors.Is(cause, errDraining):
-			// Unavailable: the client retries, through the Service on
-			// another replica (see drain.go).
-			return status.Error(codes.Unavailable, "this control plane replica is shutting down; reconnect")
-		}
-		return <-done
+	err := run(ctx)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errEvicted):
+		return status.Error(codes.PermissionDenied, "this node id was claimed by an authenticated stream; unauthenticated streams holding it were closed")
+	case errors.Is(cause, errDraining):
+		// Unavailable: the client retries, through the Service on
+		// another replica (see drain.go).
+		return status.Error(codes.Unavailable, "this control plane replica is shutting down; reconnect")
 	}
+	return err
 }

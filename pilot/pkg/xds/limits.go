@@ -242,7 +242,7 @@ type streamLimits struct {
 // control window allows only as far as the peer reads), and blocks
 // otherwise: a client that stops reading blocks the write after its
 // window is full, for ever. So the write runs on its own goroutine; when
-// the timeout passes first, this returns an error, go-control-plane ends
+// the timeout passes first, this returns an error, the stream's loop ends
 // the stream handler with it, and gRPC cancels the stream's context,
 // which wakes the blocked write. Nothing shared is held while waiting.
 func (s *DiscoveryServer) sendWithin(ctx context.Context, typeURL string, send func() error) error {

@@ -10,9 +10,9 @@ import (
 // sameNameList reports whether a and b are the same list (not equal
 // lists): the codec hands every request whose names are byte-for-byte
 // those of an earlier one the same never-modified slice, so an ACK, or
-// each gateway of a group, carries the list already seen. go-control-plane
-// builds a new name map for every request, which made the "same names as
-// answered" check walk every name (5,000 per EDS ACK at 5,000 services).
+// each gateway of a group, carries the list already seen. Without it the
+// "same names as answered" check walked every name of a request's own
+// name map (5,000 per EDS ACK at 5,000 services).
 // A list decoded for its request alone never matches: the names are then
 // compared one by one, as before.
 func sameNameList(a, b []string) bool {

@@ -78,6 +78,8 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 		select {
 		case <-s.ctx.Done():
 			return nil
+		case <-ctx.Done(): // evicted, draining, or the client went
+			return nil
 		case <-out.ready:
 			if err := sendAll(); err != nil {
 				return err

@@ -84,6 +84,8 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 		select {
 		case <-s.ctx.Done():
 			return nil
+		case <-ctx.Done(): // evicted, draining, or the client went
+			return nil
 		case <-out.ready:
 			if err := sendAllExcept(""); err != nil {
 				return err
