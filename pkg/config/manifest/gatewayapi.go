@@ -48,19 +48,19 @@ type Objects struct {
 // newGatewayAPIObject returns an empty object of kind.
 func newGatewayAPIObject(kind string) metav1.Object {
 	switch kind {
-	case "GatewayClass":
+	case schema.GatewayClassKind.Name:
 		return &gw.GatewayClass{}
-	case "Gateway":
+	case schema.GatewayKind.Name:
 		return &gw.Gateway{}
-	case "HTTPRoute":
+	case schema.HTTPRouteKind.Name:
 		return &gw.HTTPRoute{}
-	case "GRPCRoute":
+	case schema.GRPCRouteKind.Name:
 		return &gw.GRPCRoute{}
-	case "TLSRoute":
+	case schema.TLSRouteKind.Name:
 		return &gw.TLSRoute{}
-	case "TCPRoute":
+	case schema.TCPRouteKind.Name:
 		return &gw.TCPRoute{}
-	case "ReferenceGrant":
+	case schema.ReferenceGrantKind.Name:
 		return &gw.ReferenceGrant{}
 	}
 	return nil
@@ -114,7 +114,7 @@ func parseGatewayAPI(js []byte, obj *object, k schema.GatewayAPIKind, src string
 		if fe := specSchema.check(spec, "spec"); fe != nil {
 			return fail(fe.Field, "%s", fe.Message)
 		}
-	} else if k.Name != "ReferenceGrant" {
+	} else if k.Name != schema.ReferenceGrantKind.Name {
 		return fail("spec", "required field is missing")
 	}
 	out := newGatewayAPIObject(k.Name)

@@ -362,11 +362,11 @@ func kindAllowed(l *listener, kind string) bool {
 func protocolKinds(l *listener) []string {
 	switch l.spec.Protocol {
 	case gw.HTTPProtocolType, gw.HTTPSProtocolType:
-		return []string{"HTTPRoute", "GRPCRoute"}
+		return []string{schema.HTTPRouteKind.Name, schema.GRPCRouteKind.Name}
 	case gw.TLSProtocolType:
-		return []string{"TLSRoute"}
+		return []string{schema.TLSRouteKind.Name}
 	case gw.TCPProtocolType:
-		return []string{"TCPRoute"}
+		return []string{schema.TCPRouteKind.Name}
 	}
 	return nil
 }

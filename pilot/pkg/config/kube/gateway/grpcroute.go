@@ -8,14 +8,16 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // grpcRoute attaches one GRPCRoute and adds its rules, as HTTP/2 routes on
 // the request path "/SERVICE/METHOD", to the hostnames of every listener
 // it is attached to.
 func (c *converter) grpcRoute(order int, r *gw.GRPCRoute) {
-	src := Source("GRPCRoute", r)
-	atts := c.attach("GRPCRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
+	src := Source(schema.GRPCRouteKind.Name, r)
+	atts := c.attach(schema.GRPCRouteKind.Name, src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
 	if len(atts) == 0 {
 		c.statusOnly(src, func() {
 			for i, rule := range r.Spec.Rules {
@@ -63,7 +65,7 @@ func (c *converter) grpcRoute(order int, r *gw.GRPCRoute) {
 
 // grpcRuleAction converts a GRPCRoute rule's filters and backends.
 func (c *converter) grpcRuleAction(r *gw.GRPCRoute, rule gw.GRPCRouteRule, field string) (*networking.HTTPRoute, bool) {
-	src := Source("GRPCRoute", r)
+	src := Source(schema.GRPCRouteKind.Name, r)
 	out := &networking.HTTPRoute{}
 	for k, f := range rule.Filters {
 		ff := fmt.Sprintf("%s.filters[%d]", field, k)

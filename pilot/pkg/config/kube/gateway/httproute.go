@@ -13,13 +13,14 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // httpRoute attaches one HTTPRoute and adds its rules to the hostnames of
 // every listener it is attached to.
 func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
-	src := Source("HTTPRoute", r)
-	atts := c.attach("HTTPRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
+	src := Source(schema.HTTPRouteKind.Name, r)
+	atts := c.attach(schema.HTTPRouteKind.Name, src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
 	if len(atts) == 0 {
 		c.statusOnly(src, func() {
 			for i, rule := range r.Spec.Rules {
@@ -86,7 +87,7 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 // ruleAction converts what a rule does (filters, backends, timeouts) into
 // an Istio route without matches, or reports why the rule is skipped.
 func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field string) (*networking.HTTPRoute, bool) {
-	src := Source("HTTPRoute", r)
+	src := Source(schema.HTTPRouteKind.Name, r)
 	out := &networking.HTTPRoute{}
 	for k, f := range rule.Filters {
 		ff := fmt.Sprintf("%s.filters[%d]", field, k)

@@ -10,6 +10,7 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // RouteKey names a route of any kind.
@@ -74,10 +75,10 @@ func ConvertWithStatus(in Input, opts Options, now time.Time) Result {
 			}
 		}
 	}
-	routes("HTTPRoute", objects(in.HTTPRoutes))
-	routes("GRPCRoute", objects(in.GRPCRoutes))
-	routes("TLSRoute", objects(in.TLSRoutes))
-	routes("TCPRoute", objects(in.TCPRoutes))
+	routes(schema.HTTPRouteKind.Name, objects(in.HTTPRoutes))
+	routes(schema.GRPCRouteKind.Name, objects(in.GRPCRoutes))
+	routes(schema.TLSRouteKind.Name, objects(in.TLSRoutes))
+	routes(schema.TCPRouteKind.Name, objects(in.TCPRoutes))
 	return Result{Configs: cfgs, Errors: errs, Status: st, SecretGrants: rec.secrets}
 }
 

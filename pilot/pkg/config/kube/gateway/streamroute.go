@@ -49,8 +49,8 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 	tls = slices.Clone(tls)
 	slices.SortFunc(tls, func(a, b *gw.TLSRoute) int { return compareObjects(a, b) })
 	for _, r := range tls {
-		src := Source("TLSRoute", r)
-		atts := c.attach("TLSRoute", src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
+		src := Source(schema.TLSRouteKind.Name, r)
+		atts := c.attach(schema.TLSRouteKind.Name, src, r.Namespace, r.Spec.ParentRefs, r.Spec.Hostnames)
 		if len(atts) == 0 && len(r.Spec.Rules) > 0 {
 			c.statusOnly(src, func() { c.streamDestinations(src, r.Namespace, r.Spec.Rules[0].BackendRefs, "spec.rules[0]") })
 		}
@@ -71,14 +71,14 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 			} else {
 				vs.Tcp = []*networking.TCPRoute{{Route: cloneDests(dests)}}
 			}
-			add("TLSRoute", r, a, vs)
+			add(schema.TLSRouteKind.Name, r, a, vs)
 		}
 	}
 	tcp = slices.Clone(tcp)
 	slices.SortFunc(tcp, func(a, b *gw.TCPRoute) int { return compareObjects(a, b) })
 	for _, r := range tcp {
-		src := Source("TCPRoute", r)
-		atts := c.attach("TCPRoute", src, r.Namespace, r.Spec.ParentRefs, nil)
+		src := Source(schema.TCPRouteKind.Name, r)
+		atts := c.attach(schema.TCPRouteKind.Name, src, r.Namespace, r.Spec.ParentRefs, nil)
 		if len(atts) == 0 && len(r.Spec.Rules) > 0 {
 			c.statusOnly(src, func() { c.streamDestinations(src, r.Namespace, r.Spec.Rules[0].BackendRefs, "spec.rules[0]") })
 		}
@@ -90,7 +90,7 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 			continue
 		}
 		for _, a := range atts {
-			add("TCPRoute", r, a, &networking.VirtualService{
+			add(schema.TCPRouteKind.Name, r, a, &networking.VirtualService{
 				Hosts: []string{"*"}, Gateways: []string{a.listener.istioKey},
 				Tcp: []*networking.TCPRoute{{Route: cloneDests(dests)}},
 			})

@@ -16,6 +16,7 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // Syncer is another kind of status the IstioWriter writes under its Lease,
@@ -162,7 +163,7 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 		write(kind+"/"+obj.GetNamespace()+"/"+obj.GetName(), rv, apiequality.Semantic.DeepEqual(want, cur), func() error { return update(want) })
 	}
 	for _, o := range in.HTTPRoutes {
-		route("HTTPRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+		route(schema.HTTPRouteKind.Name, o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
 			cp := o.DeepCopy()
 			cp.Status.Parents = p
 			_, err := api.HTTPRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
@@ -170,7 +171,7 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 		})
 	}
 	for _, o := range in.GRPCRoutes {
-		route("GRPCRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+		route(schema.GRPCRouteKind.Name, o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
 			cp := o.DeepCopy()
 			cp.Status.Parents = p
 			_, err := api.GRPCRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
@@ -178,7 +179,7 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 		})
 	}
 	for _, o := range in.TLSRoutes {
-		route("TLSRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+		route(schema.TLSRouteKind.Name, o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
 			cp := o.DeepCopy()
 			cp.Status.Parents = p
 			_, err := api.TLSRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
@@ -186,7 +187,7 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 		})
 	}
 	for _, o := range in.TCPRoutes {
-		route("TCPRoute", o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
+		route(schema.TCPRouteKind.Name, o, o.ResourceVersion, o.Status.Parents, func(p []gw.RouteParentStatus) error {
 			cp := o.DeepCopy()
 			cp.Status.Parents = p
 			_, err := api.TCPRoutes(o.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
