@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -156,7 +157,7 @@ func TestAPIServerOutageKeepsServing(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz/ready during the outage: %d, want 200", resp.StatusCode)
 	}
-	if got, want := acks(gw.State()), acks(before); !mapsEqual(got, want) {
+	if got, want := acks(gw.State()), acks(before); !maps.Equal(got, want) {
 		t.Errorf("gateway was sent config during the outage: ACKs %v, before %v", got, want)
 	}
 
@@ -180,18 +181,6 @@ func TestAPIServerOutageKeepsServing(t *testing.T) {
 			t.Errorf("a gateway was pushed an empty or partial view: %v", l)
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Changes are written into etcd while the API server is down, and etcd is
