@@ -3,6 +3,7 @@ package xds
 import (
 	"bytes"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -176,7 +177,7 @@ func TestAdscReadsSharedResponses(t *testing.T) {
 				t.Errorf("client %d NACKed %s", i, shortType(typ))
 			}
 		}
-		for _, name := range slices.Sorted(mapsKeys(st.Clusters)) {
+		for _, name := range slices.Sorted(maps.Keys(st.Clusters)) {
 			r := v.set(resource.ClusterType).byName[name]
 			want := &cluster.Cluster{}
 			if r == nil || anypb.UnmarshalTo(r.any, want, proto.UnmarshalOptions{}) != nil || !proto.Equal(want, st.Clusters[name]) {
@@ -266,16 +267,6 @@ func TestFrameOnlyForUnchangedCacheResponses(t *testing.T) {
 	want, _ := proto.MarshalOptions{Deterministic: true}.Marshal(resp)
 	if got := f.Append(nil); !bytes.Equal(got, want) || f.Len() != len(want) {
 		t.Errorf("frame %x (len %d), want %x", got, f.Len(), want)
-	}
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
