@@ -270,6 +270,10 @@ func TestHasSynced(t *testing.T) {
 	q.Push(func() error { return errors.New("fails once, still counts as processed") })
 	q.Push(func() error { duringLast = q.HasSynced(); return nil })
 	start(t, q)
+	// Twice: the first flush's task may be pushed before Run starts, and
+	// so be initial itself, counted only after it returns; the second is
+	// pushed once it has run, and runs after it returned.
+	flush(t, q)
 	flush(t, q)
 	if duringLast {
 		t.Fatal("HasSynced was true while an initial task was still running")

@@ -33,6 +33,7 @@ func TestRescanBackstop(t *testing.T) {
 	e.waitScan()
 	clk.Step(defaultSettle)
 	rec.expect("add Gateway default/gw", "add VirtualService default/vs")
+	e.waitScan() // the settle rescan, done: the next waitScan is the tick's
 
 	e.write("a.yaml", gateway("default", "gw", 81))
 	e.remove("b.yaml")
@@ -48,6 +49,7 @@ func TestRescanBackstop(t *testing.T) {
 	if gatewayPort(t, &ev.cur) != 81 {
 		t.Fatalf("port = %d, want 81", gatewayPort(t, &ev.cur))
 	}
+	e.waitScan() // the settle rescan, done
 
 	// And again on the next tick.
 	e.write("c.yaml", serviceEntry("default", "se", "api.example.com"))
@@ -135,6 +137,7 @@ func TestRescanWithoutChangesKeepsTheStore(t *testing.T) {
 	})
 	rec := newRecorder(t)
 	rec.registerAll(e.c)
+	e.drainScans() // New's scan: the next is Run's first
 	e.run()
 	e.waitScan()
 	rec.expect("add Gateway default/gw", "add VirtualService default/vs")

@@ -62,7 +62,7 @@ func (c *Controller) setWake(t time.Time) {
 
 // runSettle looks again at the files with pending changes when one is
 // due, until ctx is done.
-func (c *Controller) runSettle(ctx context.Context) {
+func (c *Controller) runSettle(ctx context.Context, settle func()) {
 	timer := c.clock.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -85,9 +85,9 @@ func (c *Controller) runSettle(ctx context.Context) {
 					continue
 				}
 			}
-			c.rescanPending()
+			settle()
 		case <-timer.C():
-			c.rescanPending()
+			settle()
 		}
 	}
 }

@@ -62,7 +62,17 @@ func (c *Controller) Run(ctx context.Context) {
 		wg.Go(func() { c.forwardEvents(ctx, w, coalesce) })
 	}
 
-	wg.Go(func() { c.runSettle(ctx) })
+	// The settle window's rescan reads the pending files alone, unless a
+	// directory had to be watched again (deleted and made anew since the
+	// last refresh): then everything is read, as refresh does.
+	settle := func() {
+		if w != nil && c.watchTree(w) {
+			c.rescan()
+			return
+		}
+		c.rescanPending()
+	}
+	wg.Go(func() { c.runSettle(ctx, settle) })
 
 	// The ticker exists before the first refresh, so a test that sees that
 	// refresh's events may step the clock to the next tick.
@@ -125,7 +135,10 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 // ConfigMap's ..data swap, a replaced symlinked folder), is a different
 // directory under the same path: its watch is dropped and added again, so
 // the new directory is watched at once rather than at the next rescan.
-func (c *Controller) watchTree(w *fsnotify.Watcher) {
+//
+// It reports whether it added a watch: files written into that directory
+// before then raised no event, so the caller reads everything.
+func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	root := c.opts.Dir
@@ -167,6 +180,7 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) {
 			continue
 		}
 		c.watched[p] = st
+		added = true
 	}
 	for p := range c.watched {
 		if !wanted[p] {
@@ -174,6 +188,7 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) {
 			delete(c.watched, p)
 		}
 	}
+	return added
 }
 
 // relevant reports whether an event on path p may change the config: it
