@@ -45,13 +45,15 @@ vet:
 golden:
 	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis ./pilot/pkg/config/kube/gateway -run TestGolden -update
 
-# Each fuzzer runs FUZZTIME: the parser and validators, ADS request
+# Each fuzzer runs FUZZTIME: the parser and validators, the fast YAML
+# subset decoder against the full YAML parser, ADS request
 # handling (SotW and delta sequences over a real gRPC stream), the
 # request codec that shares name lists, and every translator fed random
 # valid configurations.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/blockyaml -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds -run '^$$' -fuzz '^FuzzADSRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds/wire -run '^$$' -fuzz '^FuzzCodecDecodesAsProtobuf$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/networking/core -run '^$$' -fuzz '^FuzzTranslateGenerated$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s

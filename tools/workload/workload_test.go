@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/wayfinder-dev/wayfinder/pkg/blockyaml"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
@@ -164,5 +166,19 @@ func TestEndpointAddressesStayDistinctAcrossOctets(t *testing.T) {
 	}
 	if got := EndpointAddress(0, 0, 3); got != "127.1.0.0" {
 		t.Errorf("first address %s", got)
+	}
+}
+
+// TestWorkloadIsInTheFastYAMLSubset keeps the benchmark measuring the
+// parser users' config meets: every document written is in blockyaml's
+// subset, so none takes the full YAML parser.
+func TestWorkloadIsInTheFastYAMLSubset(t *testing.T) {
+	docs := [][]byte{Gateway(), ServiceEntry(0, 3), VirtualService(7, 10, "/api/v3")}
+	for _, doc := range docs {
+		for part := range strings.SplitSeq(string(doc), "\n---\n") {
+			if _, ok := blockyaml.Decode([]byte(part)); !ok {
+				t.Errorf("outside blockyaml's subset:\n%s", part)
+			}
+		}
 	}
 }

@@ -40,6 +40,21 @@ func normalizeDurations(spec []byte, md protoreflect.MessageDescriptor) ([]byte,
 	return json.Marshal(v)
 }
 
+// normalizeTree is normalizeDurations for a spec already decoded (by
+// blockyaml, so numbers are ints where JSON decoding gives float64s: both
+// marshal alike, blockyaml's being at most 15 digits). It rewrites v in
+// place and returns it as JSON.
+func normalizeTree(v any, md protoreflect.MessageDescriptor) ([]byte, error) {
+	if reachesDuration(md) {
+		w := walker{}
+		w.message(v, md, "spec")
+		if w.err != nil {
+			return nil, w.err
+		}
+	}
+	return json.Marshal(v)
+}
+
 // durationKinds caches reachesDuration per message full name.
 var durationKinds sync.Map
 

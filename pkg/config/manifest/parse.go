@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wayfinder-dev/wayfinder/pkg/blockyaml"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -39,10 +40,13 @@ type object struct {
 		CreationTimestamp *time.Time        `json:"creationTimestamp"`
 	} `json:"metadata"`
 	Spec json.RawMessage `json:"spec"`
+
+	// tree is the whole document when it was decoded by blockyaml and
+	// filled the fields above without JSON (fromTree); Spec is then unset.
+	tree map[string]any
 }
 
 var (
-	separator    = regexp.MustCompile(`(?m)^---\s*$`)
 	jsonPosition = regexp.MustCompile(`\(line \d+:\d+\):\s*`)
 )
 
@@ -78,7 +82,7 @@ func ParseAll(file string, data []byte, opts Options) (Objects, []*config.Error)
 	// from the previous document's (counting from the top each time was
 	// quadratic in a file of thousands of documents).
 	firstLine, counted := 1, 0
-	for _, loc := range append(separator.FindAllStringIndex(text, -1), []int{len(text), len(text)}) {
+	for _, loc := range append(separators(text), [2]int{len(text), len(text)}) {
 		doc := text[start:loc[0]]
 		firstLine += strings.Count(text[counted:start], "\n")
 		counted = start
@@ -113,21 +117,23 @@ func stripComments(doc string) string {
 }
 
 func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *GatewayAPIObject, *config.Error) {
-	// One strict parse serves both the conversion and the duplicate-key
-	// check: without duplicates its JSON is what the plain decoder gives.
-	// Only a document it refuses is parsed again, plainly, so that the
-	// errors reported (and their order) stay those of the plain decoder.
-	js, strictErr := yaml.YAMLToJSONStrict(doc)
-	if strictErr != nil {
-		var err error
-		if js, err = yaml.YAMLToJSON(doc); err != nil {
-			return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + err.Error()}
-		}
-	}
 	var obj object
-	dec := json.NewDecoder(bytes.NewReader(js))
-	if err := dec.Decode(&obj); err != nil {
-		return config.Config{}, nil, &config.Error{Source: src, Message: "invalid object: " + err.Error()}
+	var js []byte
+	var strictErr error
+	var tree map[string]any
+	inSubset := false
+	if useSubset {
+		tree, inSubset = blockyaml.Decode(doc)
+	}
+	if !inSubset || !obj.fromTree(tree) {
+		if js, strictErr = documentJSON(doc, tree, inSubset); js == nil {
+			return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + strictErr.Error()}
+		}
+		obj = object{}
+		dec := json.NewDecoder(bytes.NewReader(js))
+		if err := dec.Decode(&obj); err != nil {
+			return config.Config{}, nil, &config.Error{Source: src, Message: "invalid object: " + err.Error()}
+		}
 	}
 	if obj.Kind == "" || obj.APIVersion == "" {
 		return config.Config{}, nil, &config.Error{Source: src, Field: "kind", Message: "apiVersion and kind are required"}
@@ -139,11 +145,45 @@ func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.
 		if msg := duplicateKeys(strictErr, firstLine); msg != "" {
 			return config.Config{}, nil, &config.Error{Source: src, Message: msg + " (" + obj.Kind + " " + obj.Metadata.Name + ")"}
 		}
+		if js == nil {
+			if js, strictErr = documentJSON(doc, tree, inSubset); js == nil {
+				return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + strictErr.Error()}
+			}
+		}
 		g, gerr := parseGatewayAPI(js, &obj, k, src, opts)
 		return config.Config{}, g, gerr
 	}
 	c, cerr := parseIstio(strictErr, &obj, src, firstLine, opts)
 	return c, nil, cerr
+}
+
+// useSubset turns blockyaml on; tests turn it off to compare.
+var useSubset = true
+
+// documentJSON converts a YAML document to JSON: blockyaml's tree when
+// the document is in its subset (nearly all config is; its JSON is byte
+// for byte the full parser's), else sigs.k8s.io/yaml's strict conversion.
+// strictErr is that conversion's error, which names duplicate keys; js is
+// nil only when the document is not YAML at all (strictErr says why).
+//
+// One strict parse serves both the conversion and the duplicate-key
+// check: without duplicates its JSON is what the plain decoder gives.
+// Only a document it refuses is parsed again, plainly, so that the errors
+// reported (and their order) stay those of the plain decoder.
+func documentJSON(doc []byte, tree map[string]any, inSubset bool) (js []byte, strictErr error) {
+	if inSubset {
+		if js, err := json.Marshal(tree); err == nil {
+			return js, nil
+		}
+	}
+	if js, strictErr = yaml.YAMLToJSONStrict(doc); strictErr == nil {
+		return js, nil
+	}
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	return js, strictErr
 }
 
 // parseIstio decodes an Istio config document; strictErr is the strict
@@ -164,14 +204,14 @@ func parseIstio(strictErr error, obj *object, src string, firstLine int, opts Op
 		return config.Config{}, &config.Error{Source: src, Key: key, Message: msg}
 	}
 	spec := s.NewSpec()
-	if len(obj.Spec) > 0 && string(obj.Spec) != "null" {
-		js, err := normalizeDurations(obj.Spec, spec.ProtoReflect().Descriptor())
-		if err != nil {
-			if fe, ok := err.(*config.FieldError); ok {
-				return config.Config{}, &config.Error{Source: src, Key: key, Field: fe.Field, Message: fe.Message}
-			}
-			return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: err.Error()}
+	js, err := obj.specJSON(spec.ProtoReflect().Descriptor())
+	if err != nil {
+		if fe, ok := err.(*config.FieldError); ok {
+			return config.Config{}, &config.Error{Source: src, Key: key, Field: fe.Field, Message: fe.Message}
 		}
+		return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: err.Error()}
+	}
+	if js != nil {
 		if err := protojson.Unmarshal(js, spec); err != nil {
 			return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: cleanProtoError(err)}
 		}

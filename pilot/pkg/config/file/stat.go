@@ -10,8 +10,26 @@ import (
 // its stat to stand for its content. File timestamps come from a coarse
 // kernel clock, so a write landing in the same tick as an earlier read
 // can leave mtime and ctime unchanged; a file touched that recently is
-// read again, as git treats "racily clean" entries.
-var statMargin = 2 * time.Second
+// read again, as git treats "racily clean" entries. The margin depends on
+// the file system's timestamp resolution, judged from the timestamps
+// themselves: whole seconds (FAT, ext3, HFS+, some network file systems)
+// take coarseStatMargin; sub-second ones (ext4, xfs, btrfs, tmpfs and
+// overlayfs tick with the kernel's clock, at most 10 ms) take
+// fineStatMargin, ten times that tick.
+var (
+	coarseStatMargin = 2 * time.Second
+	fineStatMargin   = 100 * time.Millisecond
+)
+
+// statMargin is the margin for a file stamped with mtime and ctime: a
+// whole-second timestamp (one in a billion on a fine file system) is
+// taken as coarse.
+func statMargin(mtime, ctime time.Time) time.Duration {
+	if mtime.Nanosecond() == 0 || ctime.Nanosecond() == 0 {
+		return coarseStatMargin
+	}
+	return fineStatMargin
+}
 
 // statStamp is what a file's metadata looked like just before the read
 // whose content a fileState holds. A rescan that finds the same stamp
@@ -43,7 +61,7 @@ func (prev statStamp) unchanged(cur statStamp) bool {
 	if prev.info == nil || cur.info == nil || prev.ctime.IsZero() {
 		return false
 	}
-	settled := prev.readAt.Add(-statMargin)
+	settled := prev.readAt.Add(-statMargin(prev.info.ModTime(), prev.ctime))
 	return os.SameFile(prev.info, cur.info) &&
 		prev.info.Size() == cur.info.Size() &&
 		prev.info.ModTime().Equal(cur.info.ModTime()) &&

@@ -12,6 +12,17 @@ import (
 // the same inode, size, mtime and ctime were stamped before a read made
 // well after the file's last change.
 func TestStatStamp(t *testing.T) {
+	t.Run("margin", func(t *testing.T) {
+		sec := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
+		fine := sec.Add(123456789)
+		if statMargin(sec, sec) != coarseStatMargin || statMargin(fine, sec) != coarseStatMargin || statMargin(sec, fine) != coarseStatMargin {
+			t.Error("whole-second timestamps did not take the coarse margin")
+		}
+		if statMargin(fine, fine) != fineStatMargin {
+			t.Error("sub-second timestamps did not take the fine margin")
+		}
+	})
+
 	if runtime.GOOS != "linux" {
 		t.Skip("the inode change time is read on Linux only")
 	}
@@ -62,6 +73,21 @@ func TestStatStamp(t *testing.T) {
 	}
 	if old.unchanged(stamp()) {
 		t.Fatal("a file replaced by a rename (new inode) was taken as unchanged")
+	}
+
+	// A read made just past the fine margin after the last change: the
+	// file system here has sub-second timestamps, so the stamp stands.
+	old = stamp()
+	if got := statMargin(old.info.ModTime(), old.ctime); got != fineStatMargin {
+		t.Skipf("this file system's timestamps look coarse (margin %v)", got)
+	}
+	old.readAt = old.info.ModTime().Add(fineStatMargin + time.Millisecond)
+	if !old.unchanged(stamp()) {
+		t.Fatal("a file untouched for longer than the fine margin was not taken as unchanged")
+	}
+	old.readAt = old.info.ModTime().Add(fineStatMargin / 2)
+	if old.unchanged(stamp()) {
+		t.Fatal("a file read within the margin of its change was taken as unchanged")
 	}
 
 	if (statStamp{}).unchanged(stamp()) {
