@@ -24,7 +24,9 @@
 // flow mappings, nested flow collections, merge keys, duplicate keys,
 // and plain scalars YAML 1.1 might read as something other than a string,
 // a small decimal integer, a boolean or null (1e3, 0x1F, 1_000, 2024-01-01,
-// .5, yes, On, ...). Durations such as 250ms and 1h30m are strings.
+// .5, yes, On, ...). Durations such as 250ms and 1h30m, and addresses such
+// as 10.0.0.1 and 10.0.0.0/8, are strings, as v2 reads them. The strings
+// of the result share one copy of doc.
 //
 // TestDecodeMatchesTheFullParser and FuzzDecode hold Decode to that:
 // whatever it accepts converts to the same JSON as sigs.k8s.io/yaml.

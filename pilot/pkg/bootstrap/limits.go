@@ -70,7 +70,7 @@ func grpcServerOptions(l Limits) []grpc.ServerOption {
 		// Configs are megabytes per gateway: 256 KiB writes take an eighth
 		// of the write syscalls of gRPC's 32 KiB default, and a shared
 		// buffer is held only while a connection is writing.
-		grpc.WriteBufferSize(256 << 10), grpc.SharedWriteBuffer(true),
+		grpc.WriteBufferSize(64 << 10), grpc.SharedWriteBuffer(true),
 		// Envoy keeps ADS streams open for hours; keepalives find dead peers.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: l.KeepaliveTime, Timeout: l.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),

@@ -246,3 +246,40 @@ func TestPartialEndpointSetsRememberEarlierSets(t *testing.T) {
 		}
 	}
 }
+
+// Under endpoint churn made of partial pushes only, the interner's index
+// of assignments by content stays bounded: it keeps what the current
+// assignments use, not every assignment ever built.
+func TestPartialEndpointPushesKeepTheInternerBounded(t *testing.T) {
+	h := newHarnessWith(t, newTestStore(partialWorkload("10.2.0.1")...), func(o *Options) {
+		o.Generator = &countingEndpoints{}
+		o.Limits.RequestBurst = 1000 // one ACK per push, faster than any gateway would
+	})
+	h.syncAndWait()
+	c := h.connect(nodeID("n"), ingressLabels)
+	c.syncAll()
+	indexed := func() int {
+		h.s.intern.mu.Lock()
+		defer h.s.intern.mu.Unlock()
+		return len(h.s.intern.byHash[edsIdx])
+	}
+	const pushes = 300
+	most := 0
+	for i := range pushes {
+		cs := partialWorkload(fmt.Sprintf("10.3.%d.%d", i/250, i%250+1))
+		h.store.set(cs...)
+		h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
+			ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "svc-a"}: {}}})
+		c.ack(c.next(resource.EndpointType))
+		most = max(most, indexed())
+	}
+	h.s.intern.mu.Lock()
+	current := len(h.s.intern.cur[edsIdx])
+	h.s.intern.mu.Unlock()
+	if bound := 2*current + 64 + 1; most > bound {
+		t.Fatalf("the assignment index reached %d entries over %d pushes of %d assignments (bound %d)", most, pushes, current, bound)
+	}
+	if most < current {
+		t.Fatalf("the index held %d entries, fewer than the %d assignments in use", most, current)
+	}
+}

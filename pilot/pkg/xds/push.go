@@ -153,7 +153,9 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState, req *model.PushRequest) *pushState {
 	// Only the services the request names, when it names them.
 	endpoints, errs, ok := s.partialEndpoints(pc, prev, req)
-	if !ok {
+	if ok {
+		s.intern.trim(edsIdx)
+	} else {
 		s.intern.rotate(edsIdx)
 		eps, err := s.buildEndpoints(pc)
 		if err != nil {

@@ -75,12 +75,15 @@ func plainFields(m map[string]any, section string) bool {
 	return true
 }
 
+// optString and stringMap copy the strings they return: blockyaml's
+// strings share one copy of the whole document, which the config's
+// metadata would otherwise keep alive.
 func optString(v any) (string, bool) {
 	if v == nil {
 		return "", true
 	}
 	s, ok := v.(string)
-	return s, ok
+	return strings.Clone(s), ok
 }
 
 // stringMap converts a map of strings; a null entry is declined (JSON
@@ -99,7 +102,7 @@ func stringMap(v any) (map[string]string, bool) {
 		if !ok {
 			return nil, false
 		}
-		out[k] = s
+		out[strings.Clone(k)] = strings.Clone(s)
 	}
 	return out, true
 }
