@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -89,6 +90,7 @@ func run() error {
 	flag.BoolVar(&o.appendRes, "append", false, "keep the results of other cases from OUT/results.json (to run the matrix in parts)")
 	chartOnly := flag.Bool("chart-only", false, "run nothing: draw OUT/results.png from OUT/results.json")
 	kube := registerKubeFlags(flag.CommandLine)
+	cpuProfile := flag.String("cpu-profile", "", "write the bench process's own CPU profile here (the load tool's cost, and in Kubernetes mode the workload writer's)")
 	flag.StringVar(&o.note, "note", "2 cores shared with other processes (other helpers' builds and tests may run at the same time)", "note printed with the table")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -112,6 +114,16 @@ func run() error {
 		return err
 	}
 	o.pilotArgs = strings.Fields(*pilotArgs)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	if kube.enabled {
 		return runKubeMode(o, kube)
 	}
