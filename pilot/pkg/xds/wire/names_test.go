@@ -267,3 +267,28 @@ func TestNameSetSharedWithTheList(t *testing.T) {
 		t.Error("a list the codec never saw has a shared set")
 	}
 }
+
+// A long request that arrives in one buffer is decoded from it; one split
+// over several is joined in a buffer sized to it (gRPC's default pool
+// would give a 60 KB request a 1 MiB buffer).
+func TestLongRequestsDecodeWithoutOversizedBuffers(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	in := edsRequest("gw-1", 1000, "1")
+	data, err := proto.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &discovery.DiscoveryRequest{}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, out); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(in, out) {
+		t.Fatal("a request in one buffer decoded differently")
+	}
+	roundTrip(t, c, in) // split in two: joined
+	b := requestPool.Get(len(data))
+	defer requestPool.Put(b)
+	if len(data) < 32<<10 || cap(*b) >= 2*len(data) {
+		t.Errorf("a %d-byte request is joined in a %d-byte buffer", len(data), cap(*b))
+	}
+}
