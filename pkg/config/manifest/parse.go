@@ -118,16 +118,25 @@ func stripComments(doc string) string {
 
 func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *GatewayAPIObject, *config.Error) {
 	var obj object
-	var js []byte
-	var strictErr error
 	var tree map[string]any
 	inSubset := false
 	if useSubset {
 		tree, inSubset = blockyaml.Decode(doc)
 	}
+	// The document's JSON, made only when the tree does not serve.
+	var js []byte
+	var strictErr error
+	toJSON := func() *config.Error {
+		if js == nil {
+			if js, strictErr = documentJSON(doc, tree, inSubset); js == nil {
+				return &config.Error{Source: src, Message: "invalid YAML: " + strictErr.Error()}
+			}
+		}
+		return nil
+	}
 	if !inSubset || !obj.fromTree(tree) {
-		if js, strictErr = documentJSON(doc, tree, inSubset); js == nil {
-			return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + strictErr.Error()}
+		if err := toJSON(); err != nil {
+			return config.Config{}, nil, err
 		}
 		obj = object{}
 		dec := json.NewDecoder(bytes.NewReader(js))
@@ -145,10 +154,8 @@ func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.
 		if msg := duplicateKeys(strictErr, firstLine); msg != "" {
 			return config.Config{}, nil, &config.Error{Source: src, Message: msg + " (" + obj.Kind + " " + obj.Metadata.Name + ")"}
 		}
-		if js == nil {
-			if js, strictErr = documentJSON(doc, tree, inSubset); js == nil {
-				return config.Config{}, nil, &config.Error{Source: src, Message: "invalid YAML: " + strictErr.Error()}
-			}
+		if err := toJSON(); err != nil {
+			return config.Config{}, nil, err
 		}
 		g, gerr := parseGatewayAPI(js, &obj, k, src, opts)
 		return config.Config{}, g, gerr
