@@ -45,6 +45,23 @@ func roundTrip(t *testing.T, c encoding.CodecV2, in *discovery.DiscoveryRequest)
 	return out
 }
 
+// decodeWhole decodes in, marshaled, from one buffer into out and checks
+// they are equal; it returns the encoding.
+func decodeWhole(t *testing.T, c encoding.CodecV2, in, out proto.Message) []byte {
+	t.Helper()
+	data, err := proto.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, out); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(in, out) {
+		t.Fatalf("decoded request differs:\n got %v\nwant %v", out, in)
+	}
+	return data
+}
+
 func sameSlice(a, b []string) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 
 func TestRequestNamesSharedAcrossRequests(t *testing.T) {
@@ -121,17 +138,8 @@ func TestDeltaSubscribeNamesShared(t *testing.T) {
 		in := &discovery.DeltaDiscoveryRequest{Node: &core.Node{Id: node}, TypeUrl: "eds",
 			ResourceNamesSubscribe: edsRequest(node, 300, "").ResourceNames, ResourceNamesUnsubscribe: []string{"gone"},
 			InitialResourceVersions: map[string]string{"a": "1"}}
-		data, err := proto.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := &discovery.DeltaDiscoveryRequest{}
-		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, out); err != nil {
-			t.Fatal(err)
-		}
-		if !proto.Equal(in, out) {
-			t.Fatalf("decoded delta request differs:\n got %v\nwant %v", out, in)
-		}
+		decodeWhole(t, c, in, out)
 		return out
 	}
 	a, b := decode("gw-1"), decode("gw-2")
@@ -274,17 +282,7 @@ func TestNameSetSharedWithTheList(t *testing.T) {
 func TestLongRequestsDecodeWithoutOversizedBuffers(t *testing.T) {
 	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
 	in := edsRequest("gw-1", 1000, "1")
-	data, err := proto.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &discovery.DiscoveryRequest{}
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, out); err != nil {
-		t.Fatal(err)
-	}
-	if !proto.Equal(in, out) {
-		t.Fatal("a request in one buffer decoded differently")
-	}
+	data := decodeWhole(t, c, in, &discovery.DiscoveryRequest{})
 	roundTrip(t, c, in) // split in two: joined
 	b := requestPool.Get(len(data))
 	defer requestPool.Put(b)
