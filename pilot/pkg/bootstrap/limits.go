@@ -61,16 +61,31 @@ func (l *Limits) validate() error {
 	return nil
 }
 
+// HTTP/2 receive windows; gRPC ignores values under 64 KiB.
+const (
+	streamWindowBytes = 64 << 10
+	connWindowBytes   = 1 << 20
+)
+
 // grpcServerOptions are the options of every gRPC server of the process
 // (plaintext and TLS ADS): limits, keepalives and write buffers.
 func grpcServerOptions(l Limits) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(l.MaxStreamsPerConnection),
 		grpc.MaxRecvMsgSize(l.MaxRecvMsgBytes),
-		// Configs are megabytes per gateway: 256 KiB writes take an eighth
-		// of the write syscalls of gRPC's 32 KiB default, and a shared
-		// buffer is held only while a connection is writing.
+		// Configs are megabytes per gateway: 64 KiB writes take half the
+		// write syscalls of gRPC's 32 KiB default, and a shared buffer is
+		// held only while a connection is writing.
 		grpc.WriteBufferSize(64 << 10), grpc.SharedWriteBuffer(true),
+		// Static flow-control windows turn off gRPC's bandwidth estimator.
+		// It answers data from a client, when no estimate is under way,
+		// with a window update and a PING, so every ACK of a push cost a
+		// second write and a second read on both sides. ADS clients send
+		// small requests, and the stream window bounds what one may park
+		// unread (the estimator grew it up to 16 MiB). A request larger
+		// than the window still arrives whole: gRPC widens the window for
+		// a message being read.
+		grpc.InitialWindowSize(streamWindowBytes), grpc.InitialConnWindowSize(connWindowBytes),
 		// Envoy keeps ADS streams open for hours; keepalives find dead peers.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: l.KeepaliveTime, Timeout: l.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
