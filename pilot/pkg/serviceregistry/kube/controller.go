@@ -239,7 +239,7 @@ func (c *Controller) recompute(key string) {
 	} else {
 		c.byKey[key] = cur
 	}
-	c.publish()
+	c.publish(prev, cur)
 	if !c.loaded.Load() {
 		return // the first push reads everything
 	}
@@ -263,8 +263,33 @@ func (c *Controller) recompute(key string) {
 	}
 }
 
-// publish stores a new sorted snapshot. Runs on the queue.
-func (c *Controller) publish() {
+// publish stores a new snapshot, sorted by hostname, with prev replaced
+// by cur (either may be nil). It changes a copy of the last snapshot in
+// place, without sorting: an EndpointSlice update costs one copy of the
+// list, not a sort of every Service. Runs on the queue.
+func (c *Controller) publish(prev, cur *model.Service) {
+	list := slices.Clone(*c.services.Load())
+	byHost := func(s *model.Service, host string) int { return cmp.Compare(s.Hostname, host) }
+	if prev != nil {
+		i, _ := slices.BinarySearchFunc(list, prev.Hostname, byHost)
+		for i < len(list) && list[i] != prev && list[i].Hostname == prev.Hostname {
+			i++
+		}
+		if i == len(list) || list[i] != prev {
+			c.republish() // not where the snapshot should have it: start over
+			return
+		}
+		list = slices.Delete(list, i, i+1)
+	}
+	if cur != nil {
+		i, _ := slices.BinarySearchFunc(list, cur.Hostname, byHost)
+		list = slices.Insert(list, i, cur)
+	}
+	c.services.Store(&list)
+}
+
+// republish builds the snapshot from every Service. Runs on the queue.
+func (c *Controller) republish() {
 	list := slices.Collect(maps.Values(c.byKey))
 	slices.SortFunc(list, func(a, b *model.Service) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	c.services.Store(&list)
