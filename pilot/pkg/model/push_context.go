@@ -28,7 +28,10 @@ type PushContext struct {
 
 	// Errors are cross-object problems found while indexing (two
 	// ServiceEntries claiming one host, say). Translators report their own.
-	Errors []*config.Error
+	// The first serviceErrors of them are the services' (WithServices
+	// finds those again).
+	Errors        []*config.Error
+	serviceErrors int
 }
 
 // ServiceDiscovery is a registry of services other than ServiceEntries:
@@ -39,16 +42,12 @@ type ServiceDiscovery interface {
 }
 
 // NewPushContext indexes everything in store and in the registries.
-// ServiceEntries and registry services share one host namespace: on a
-// clash the registry service (a real Kubernetes Service) wins, as in Istio,
-// and the ServiceEntry host is reported.
 func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushContext {
 	ps := &PushContext{
 		gateways:         store.List(schema.Gateway, ""),
 		virtualServices:  sortByCreation(store.List(schema.VirtualService, "")),
 		destinationRules: sortByCreation(store.List(schema.DestinationRule, "")),
 		vsByGateway:      map[string][]config.Config{},
-		serviceByHost:    map[string]*Service{},
 		drByHost:         map[string]*config.Config{},
 	}
 	for _, vs := range ps.virtualServices {
@@ -60,6 +59,43 @@ func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushCont
 			ps.vsByGateway[key] = append(ps.vsByGateway[key], vs)
 		}
 	}
+	ps.indexServices(store, registries)
+	for i := range ps.destinationRules {
+		dr := &ps.destinationRules[i]
+		host := dr.Spec.(*networking.DestinationRule).GetHost()
+		if prev, ok := ps.drByHost[host]; ok {
+			ps.Errors = append(ps.Errors, &config.Error{Source: dr.Source, Key: dr.Key(), Field: "spec.host",
+				Message: "host " + host + " already has " + prev.Key().String() + "; this rule is ignored", Warning: true})
+			continue
+		}
+		ps.drByHost[host] = dr
+	}
+	ps.reportMissingGateways()
+	return ps
+}
+
+// WithServices returns a copy of ps with the services indexed again, from
+// the registries and the store's ServiceEntries, for a push of endpoint
+// changes. Gateways, VirtualServices and DestinationRules, and the problems
+// found in them, stay ps's: the push then translates load assignments
+// only, and a change to those objects is pushed in full by a request of
+// its own. Indexing them again was most of an endpoints push's own work.
+func (ps *PushContext) WithServices(store ConfigStore, registries ...ServiceDiscovery) *PushContext {
+	next := *ps
+	next.Errors = nil
+	next.indexServices(store, registries)
+	next.Errors = append(next.Errors, ps.Errors[ps.serviceErrors:]...)
+	return &next
+}
+
+// indexServices indexes the registries' services and the ServiceEntries'
+// hosts, setting services, serviceByHost and the leading Errors.
+// ServiceEntries and registry services share one host namespace: on a
+// clash the registry service (a real Kubernetes Service) wins, as in Istio,
+// and the ServiceEntry host is reported.
+func (ps *PushContext) indexServices(store ConfigStore, registries []ServiceDiscovery) {
+	ps.services = nil
+	ps.serviceByHost = make(map[string]*Service, len(ps.serviceByHost))
 	for _, reg := range registries {
 		for _, svc := range reg.Services() {
 			if prev, ok := ps.serviceByHost[svc.Hostname]; ok {
@@ -82,18 +118,7 @@ func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushCont
 		}
 	}
 	slices.SortFunc(ps.services, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
-	for i := range ps.destinationRules {
-		dr := &ps.destinationRules[i]
-		host := dr.Spec.(*networking.DestinationRule).GetHost()
-		if prev, ok := ps.drByHost[host]; ok {
-			ps.Errors = append(ps.Errors, &config.Error{Source: dr.Source, Key: dr.Key(), Field: "spec.host",
-				Message: "host " + host + " already has " + prev.Key().String() + "; this rule is ignored", Warning: true})
-			continue
-		}
-		ps.drByHost[host] = dr
-	}
-	ps.reportMissingGateways()
-	return ps
+	ps.serviceErrors = len(ps.Errors)
 }
 
 // sortByCreation returns objects oldest first, then by namespace and name:

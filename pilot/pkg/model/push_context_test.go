@@ -262,3 +262,71 @@ func TestRegistryServicesWinOverServiceEntries(t *testing.T) {
 		t.Errorf("both ServiceEntries claiming the Service's host are reported: %v", ps.Errors)
 	}
 }
+
+// WithServices indexes the services as NewPushContext does, from the
+// registries and ServiceEntries as they are now, and keeps the Gateways,
+// VirtualServices and DestinationRules it was made from, with their
+// problems.
+func TestWithServicesKeepsRoutingConfig(t *testing.T) {
+	store := parseStore(t, pushInput+`---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: lost, namespace: default}
+spec:
+  hosts: [lost.example.com]
+  gateways: [nowhere]
+  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
+`)
+	kube := &Service{Hostname: "b.default.svc.cluster.local", Namespace: "default", Source: config.Key{Name: "b", Namespace: "default"}}
+	before := NewPushContext(store, fixedRegistry{kube})
+
+	// Same store, a registry service with new endpoints: what a new
+	// push context would be.
+	moved := &Service{Hostname: kube.Hostname, Namespace: "default", Source: kube.Source, Endpoints: []*Endpoint{{Address: "10.9.9.9"}}}
+	got, want := before.WithServices(store, fixedRegistry{moved}), NewPushContext(store, fixedRegistry{moved})
+	hosts := func(ss []*Service) (out []string) {
+		for _, s := range ss {
+			out = append(out, s.Hostname+" from "+s.Source.String())
+		}
+		return out
+	}
+	if got.ServiceForHost(kube.Hostname) != moved || !slices.Equal(hosts(got.Services()), hosts(want.Services())) {
+		t.Errorf("services = %v, want %v", hosts(got.Services()), hosts(want.Services()))
+	}
+	if !slices.EqualFunc(got.Errors, want.Errors, func(a, b *config.Error) bool { return *a == *b }) {
+		t.Errorf("errors = %v, want %v", got.Errors, want.Errors)
+	}
+	if before.ServiceForHost(kube.Hostname) != kube {
+		t.Error("WithServices changed the push context it was made from")
+	}
+
+	// The store loses its DestinationRules, VirtualServices and the
+	// clashing ServiceEntry: the services follow it, routing does not.
+	var trimmed listStore
+	for _, c := range store {
+		if c.Kind == schema.DestinationRule || c.Kind == schema.VirtualService || c.Name == "dup" {
+			continue
+		}
+		trimmed = append(trimmed, c)
+	}
+	got = before.WithServices(trimmed, fixedRegistry{moved})
+	if len(got.DestinationRules()) != len(before.DestinationRules()) || len(got.VirtualServices()) != len(before.VirtualServices()) ||
+		got.DestinationRuleForHost(kube.Hostname) == nil {
+		t.Errorf("routing config changed: %d DestinationRules, %d VirtualServices", len(got.DestinationRules()), len(got.VirtualServices()))
+	}
+	var clashes, missing int
+	for _, e := range got.Errors {
+		if strings.Contains(e.Message, "is already defined by") {
+			clashes++
+		}
+		if strings.Contains(e.Message, "does not exist") || strings.Contains(e.Message, "already has") {
+			missing++
+		}
+	}
+	if clashes != 1 {
+		t.Errorf("service clashes = %d, want 1 (the dup ServiceEntry is gone): %v", clashes, got.Errors)
+	}
+	if want := len(before.Errors) - before.serviceErrors; want != 1 || missing != want {
+		t.Errorf("routing problems = %d, want the %d found before (1, the missing Gateway)", missing, want)
+	}
+}

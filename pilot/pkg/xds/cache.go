@@ -49,15 +49,43 @@ func (s *DiscoveryServer) openWatch(key streamKey, w *watch) (func(), error) {
 	}, nil
 }
 
+// typeMask is a set of served types, bit i for servedTypes[i].
+type typeMask uint8
+
+// allTypes also takes in the types not served (answered as empty).
+const allTypes = ^typeMask(0)
+
 // notifyLocked evaluates the open watches of p's streams against p's view,
-// in ADS order. The caller holds mu.
-func (s *DiscoveryServer) notifyLocked(p *proxyState) {
+// in ADS order: those of the types in changed, or all of them. A watch of
+// a type whose set did not change has nothing new to be answered with.
+// The caller holds mu.
+func (s *DiscoveryServer) notifyLocked(p *proxyState, changed typeMask) {
+	if len(p.streams) == 1 { // nearly always: one ADS stream per proxy
+		for _, st := range p.streams {
+			s.notifyStreamLocked(st, p.view, changed)
+		}
+		return
+	}
 	for _, k := range slices.SortedFunc(maps.Keys(p.streams), compareStreamKey) {
-		st := p.streams[k]
+		s.notifyStreamLocked(p.streams[k], p.view, changed)
+	}
+}
+
+func (s *DiscoveryServer) notifyStreamLocked(st *streamState, v *view, changed typeMask) {
+	if changed == allTypes {
 		for _, t := range slices.SortedFunc(maps.Keys(st.types), compareTypeURL) {
 			if w := st.types[t].watch; w != nil {
-				s.evaluateLocked(w, p.view)
+				s.evaluateLocked(w, v)
 			}
+		}
+		return
+	}
+	for i, t := range servedTypes {
+		if changed&(1<<i) == 0 {
+			continue
+		}
+		if ts := st.types[t]; ts != nil && ts.watch != nil {
+			s.evaluateLocked(ts.watch, v)
 		}
 	}
 }

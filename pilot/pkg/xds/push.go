@@ -80,12 +80,18 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 	defer s.pushMu.Unlock()
 	start := s.clock.Now()
 
-	pc := model.NewPushContext(s.store, s.registries...)
+	// Endpoint changes keep the last push's Gateways, VirtualServices and
+	// DestinationRules: a change to those is pushed in full by a request
+	// of its own.
 	var st *pushState
 	if !req.Full && s.state != nil {
-		st = s.endpointsPush(pc, s.state, req)
+		st = s.endpointsPush(s.state.push.WithServices(s.store, s.registries...), s.state, req)
 	}
 	full := st == nil
+	var pc *model.PushContext
+	if full {
+		pc = model.NewPushContext(s.store, s.registries...)
+	}
 	switch {
 	case full && s.state != nil && routingOnly(req):
 		// Clusters and endpoints do not depend on Gateways or
@@ -112,10 +118,24 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 	// complete; proxies that leave meanwhile are skipped below.
 	s.mu.Lock()
 	proxies := slices.Collect(maps.Values(s.proxies))
+	// An endpoints-only push changes no group: each proxy keeps its own.
+	var last map[*proxyState]string
+	if st.endpointsOnly {
+		last = make(map[*proxyState]string, len(proxies))
+		for _, p := range proxies {
+			if p.group != nil {
+				last[p] = p.group.key
+			}
+		}
+	}
 	s.mu.Unlock()
 	slices.SortFunc(proxies, func(a, b *proxyState) int { return cmp.Compare(a.proxy.ID, b.proxy.ID) })
 	assigned := make(map[*proxyState]*group, len(proxies))
 	for _, p := range proxies {
+		if key, ok := last[p]; ok && st.groups[key] != nil {
+			assigned[p] = st.groups[key]
+			continue
+		}
 		assigned[p], _ = s.groupFor(st, p.proxy)
 	}
 
@@ -365,12 +385,15 @@ func (s *DiscoveryServer) setViewLocked(p *proxyState, g *group, since time.Time
 	if g.view == nil || g.view == p.view {
 		return
 	}
+	changed := allTypes
 	if p.view != nil {
+		changed = 0
 		for i, t := range servedTypes {
 			v := g.view.sets[i].version
 			if v == p.view.sets[i].version {
 				continue
 			}
+			changed |= 1 << i
 			// A change not yet ACKed keeps its earlier start: the proxy
 			// has not converged since then.
 			if prev, ok := p.pending[t]; ok && prev.since.Before(since) {
@@ -381,7 +404,7 @@ func (s *DiscoveryServer) setViewLocked(p *proxyState, g *group, since time.Time
 		}
 	}
 	p.view = g.view
-	s.notifyLocked(p)
+	s.notifyLocked(p, changed)
 }
 
 // currentErrors returns the source's standing errors and the translation
