@@ -59,7 +59,7 @@ func run() error {
 	// The same transport settings as pilot-discovery, so the two differ only
 	// in what they compute.
 	g := grpc.NewServer(grpc.ForceServerCodecV2(xdswire.Codec{}), grpc.MaxSendMsgSize(1<<30),
-		grpc.WriteBufferSize(64<<10), grpc.SharedWriteBuffer(true),
+		grpc.WriteBufferSize(32<<10), grpc.SharedWriteBuffer(true),
 		grpc.InitialWindowSize(64<<10), grpc.InitialConnWindowSize(1<<20))
 	srv.Register(g)
 	gl, err := net.Listen("tcp", *grpcAddr)
