@@ -9,7 +9,7 @@
 // Config handlers call ConfigUpdate; requests are merged by a debouncer and
 // each merged request runs one push. Endpoint-only requests (not Full) have
 // a debouncer of their own with a short maximum (eds_debounce.go), so that
-// steady endpoint churn is pushed every 100 ms instead of waiting for a
+// steady endpoint churn is pushed every 50 ms instead of waiting for a
 // quiet period that never comes. A full push builds the push context
 // once, translates the services (clusters and endpoints) once, and
 // translates the gateway side (listeners, routes, SDS secrets) once per
