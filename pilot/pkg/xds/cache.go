@@ -50,7 +50,7 @@ func (s *DiscoveryServer) openWatch(key streamKey, w *watch) (func(), error) {
 }
 
 // typeMask is a set of served types, bit i for servedTypes[i].
-type typeMask uint8
+type typeMask uint32
 
 // allTypes also takes in the types not served (answered as empty).
 const allTypes = ^typeMask(0)
