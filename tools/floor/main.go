@@ -20,6 +20,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/wayfinder-dev/wayfinder/pkg/grpctransport"
 	"github.com/wayfinder-dev/wayfinder/tools/floor/floorserver"
 	"github.com/wayfinder-dev/wayfinder/tools/internal/xdswire"
 )
@@ -58,9 +59,8 @@ func run() error {
 
 	// The same transport settings as pilot-discovery, so the two differ only
 	// in what they compute.
-	g := grpc.NewServer(grpc.ForceServerCodecV2(xdswire.Codec{}), grpc.MaxSendMsgSize(1<<30),
-		grpc.WriteBufferSize(32<<10), grpc.SharedWriteBuffer(true),
-		grpc.InitialWindowSize(64<<10), grpc.InitialConnWindowSize(1<<20))
+	g := grpc.NewServer(append(grpctransport.ServerOptions(),
+		grpc.ForceServerCodecV2(xdswire.Codec{}), grpc.MaxSendMsgSize(1<<30))...)
 	srv.Register(g)
 	gl, err := net.Listen("tcp", *grpcAddr)
 	if err != nil {

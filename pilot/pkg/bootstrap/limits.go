@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pkg/grpctransport"
 )
 
 // Limits bound what a client can make the server hold or do, at the gRPC
@@ -61,37 +62,15 @@ func (l *Limits) validate() error {
 	return nil
 }
 
-// HTTP/2 receive windows; gRPC ignores values under 64 KiB.
-const (
-	streamWindowBytes = 64 << 10
-	connWindowBytes   = 1 << 20
-)
-
 // grpcServerOptions are the options of every gRPC server of the process
-// (plaintext and TLS ADS): limits, keepalives and write buffers.
+// (plaintext and TLS ADS): the transport's buffers and windows, limits and
+// keepalives.
 func grpcServerOptions(l Limits) []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append(grpctransport.ServerOptions(),
 		grpc.MaxConcurrentStreams(l.MaxStreamsPerConnection),
 		grpc.MaxRecvMsgSize(l.MaxRecvMsgBytes),
-		// A shared write buffer is held only while a connection writes,
-		// but a push wakes every connection at once and gRPC yields with
-		// the buffer held when it has under 1,000 bytes to write (an
-		// endpoint change), so under churn each of 500 connections held
-		// one. gRPC's 32 KiB size: with 64 KiB the server's RSS under
-		// endpoint churn was 47 MB higher, with 16 KiB file-mode CPU rose
-		// by a fifth (more write syscalls for the large first configs).
-		grpc.WriteBufferSize(32 << 10), grpc.SharedWriteBuffer(true),
-		// Static flow-control windows turn off gRPC's bandwidth estimator.
-		// It answers data from a client, when no estimate is under way,
-		// with a window update and a PING, so every ACK of a push cost a
-		// second write and a second read on both sides. ADS clients send
-		// small requests, and the stream window bounds what one may park
-		// unread (the estimator grew it up to 16 MiB). A request larger
-		// than the window still arrives whole: gRPC widens the window for
-		// a message being read.
-		grpc.InitialWindowSize(streamWindowBytes), grpc.InitialConnWindowSize(connWindowBytes),
 		// Envoy keeps ADS streams open for hours; keepalives find dead peers.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: l.KeepaliveTime, Timeout: l.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
-	}
+	)
 }
