@@ -109,10 +109,19 @@ func TestRunsTasksInPushOrder(t *testing.T) {
 	q.Push(r.task("a"))
 	q.Push(r.task("b"))
 	start(t, q)
+	// The running queue waits at the gate while c, the pusher and d are
+	// queued, so the task pushed from a task comes after all three.
+	gate := make(chan struct{})
+	q.Push(func() error { <-gate; return nil })
 	q.Push(r.task("c"))
-	q.Push(func() error { q.Push(r.task("from-task")); return nil })
+	last := make(chan struct{})
+	q.Push(func() error {
+		q.Push(func() error { err := r.task("from-task")(); close(last); return err })
+		return nil
+	})
 	q.Push(r.task("d"))
-	flush(t, q)
+	close(gate)
+	recv(t, last)
 	if got, want := r.get(), "a,b,c,d,from-task"; got != want {
 		t.Fatalf("order = %q, want %q", got, want)
 	}
