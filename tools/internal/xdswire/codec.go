@@ -21,6 +21,11 @@ import (
 // Frame is a message already in wire form; Codec sends its bytes as they are.
 type Frame struct{ Bytes []byte }
 
+// Pieces is a message already in wire form, in parts that Codec sends one
+// after the other without joining them: a part shared by many messages
+// (a gateway's list of EDS names) is encoded once and sent as it is.
+type Pieces struct{ Parts [][]byte }
+
 // Decoder is implemented by messages that read their own wire form. The
 // bytes are valid only during the call.
 type Decoder interface{ DecodeWire(b []byte) error }
@@ -35,11 +40,20 @@ var _ encoding.CodecV2 = Codec{}
 // Name is "proto": the content subtype on the wire does not change.
 func (Codec) Name() string { return "proto" }
 
-// Marshal sends a Frame's bytes without copying, or marshals a proto.
+// Marshal sends a Frame's or Pieces' bytes without copying, or marshals a
+// proto.
 func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	switch m := v.(type) {
 	case *Frame:
 		return mem.BufferSlice{mem.SliceBuffer(m.Bytes)}, nil
+	case *Pieces:
+		out := make(mem.BufferSlice, 0, len(m.Parts))
+		for _, p := range m.Parts {
+			if len(p) > 0 {
+				out = append(out, mem.SliceBuffer(p))
+			}
+		}
+		return out, nil
 	case proto.Message:
 		b, err := proto.Marshal(m)
 		if err != nil {

@@ -119,6 +119,11 @@ func TestCodec(t *testing.T) {
 	if err != nil || string(out.Materialize()) != "abc" {
 		t.Fatalf("frame: %v %q", err, out.Materialize())
 	}
+	// Pieces go out in order, empty ones left out, without being joined.
+	out, err = c.Marshal(&Pieces{Parts: [][]byte{[]byte("ab"), nil, []byte("cd")}})
+	if err != nil || len(out) != 2 || string(out.Materialize()) != "abcd" {
+		t.Fatalf("pieces: %v, %d buffers, %q", err, len(out), out.Materialize())
+	}
 	// Split input is joined before the decoder sees it.
 	var d decoder
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer("ab"), mem.SliceBuffer("c")}, &d); err != nil || string(d.got) != "abc" {

@@ -32,6 +32,9 @@ type parsed struct {
 	// resources reference: EDS service names of CDS clusters, route
 	// configuration names of LDS listeners.
 	refs []string
+	// refsWire is refs as a request's resource_names field (encodeNames),
+	// for state of the world, whose every ACK repeats it.
+	refsWire []byte
 	// refsOf are the same per resource (delta applies them one by one).
 	refsOf [][]string
 	// prefixes are every path prefix an RDS response's routes match.
@@ -140,6 +143,9 @@ func parseMarked(typeURL string, delta bool, resources [][]byte, validate bool, 
 	}
 	slices.Sort(refs)
 	p.refs = slices.Compact(refs)
+	if !delta {
+		p.refsWire = encodeNames(p.refs)
+	}
 	return p
 }
 

@@ -3,7 +3,6 @@ package load
 import (
 	"slices"
 
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -13,6 +12,7 @@ import (
 type sotwSub struct {
 	requested bool
 	names     []string // sorted; shared with the parse cache, never modified
+	namesWire []byte   // names encoded (encodeNames); shared likewise
 	version   string   // last ACKed
 	nonce     string   // of the last response on this stream
 }
@@ -42,24 +42,21 @@ func (g *gateway) startSotW(s *stream) error {
 
 func (g *gateway) sendSotW(s *stream, typeURL string, nack *statuspb.Status) error {
 	sub := g.sotw[typeURL]
-	return s.cs.SendMsg(&discoveryv3.DiscoveryRequest{
-		Node:          s.nodeOnce(),
-		TypeUrl:       typeURL,
-		ResourceNames: sub.names,
-		VersionInfo:   sub.version,
-		ResponseNonce: sub.nonce,
-		ErrorDetail:   nack,
-	})
+	req, err := sotwRequest(s.nodeOnce(), sub.version, sub.namesWire, typeURL, sub.nonce, nack)
+	if err != nil {
+		return err
+	}
+	return s.cs.SendMsg(req)
 }
 
-// subscribeSotW requests names of typeURL if they differ from the current
-// subscription.
-func (g *gateway) subscribeSotW(s *stream, typeURL string, names []string) error {
+// subscribeSotW requests names of typeURL (encoded as namesWire) if they
+// differ from the current subscription.
+func (g *gateway) subscribeSotW(s *stream, typeURL string, names []string, namesWire []byte) error {
 	sub := g.sotw[typeURL]
 	if sub.requested && slices.Equal(sub.names, names) {
 		return nil
 	}
-	sub.requested, sub.names = true, names
+	sub.requested, sub.names, sub.namesWire = true, names, namesWire
 	return g.sendSotW(s, typeURL, nil)
 }
 
@@ -86,7 +83,7 @@ func (g *gateway) handleSotW(s *stream, resp *wireResponse) error {
 	}
 	switch t {
 	case resource.ClusterType:
-		if err := g.subscribeSotW(s, resource.EndpointType, resp.p.refs); err != nil {
+		if err := g.subscribeSotW(s, resource.EndpointType, resp.p.refs, resp.p.refsWire); err != nil {
 			return err
 		}
 		if g.phase == waitClusters {
@@ -104,7 +101,7 @@ func (g *gateway) handleSotW(s *stream, resp *wireResponse) error {
 			}
 		}
 	case resource.ListenerType:
-		if err := g.subscribeSotW(s, resource.RouteType, resp.p.refs); err != nil {
+		if err := g.subscribeSotW(s, resource.RouteType, resp.p.refs, resp.p.refsWire); err != nil {
 			return err
 		}
 	}
@@ -115,5 +112,5 @@ func (g *gateway) handleSotW(s *stream, resp *wireResponse) error {
 // startListeners ends initialization: LDS is requested.
 func (g *gateway) startListeners(s *stream) error {
 	g.phase = initDone
-	return g.subscribeSotW(s, resource.ListenerType, nil)
+	return g.subscribeSotW(s, resource.ListenerType, nil, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -51,6 +52,9 @@ type nameLists struct {
 	order []uint64 // insertion order, for eviction
 	// byData finds a kept list from its names slice (see NameSet).
 	byData map[*string]*nameList
+	// last is the list most recently matched or kept. Only kept lists
+	// are stored here, and a forgotten list is cleared from it.
+	last atomic.Pointer[nameList]
 }
 
 // nameList is one shared list. The names are substrings of all, the
@@ -127,7 +131,30 @@ func SharedNamesBytes() int64 {
 // any error.
 func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 	start, end, count := -1, -1, 0
+	// The gateways of a group send the same list, one ACK after another:
+	// a run of names that starts with the list matched last is compared
+	// with it at once, without reading each name or hashing.
+	last := n.last.Load()
+	var hit *nameList
 	for off := 0; off < len(b); {
+		if b[off] == namesTag && (end < 0 || end == off) {
+			var next, c int
+			if start < 0 && last != nil && len(b)-off >= len(last.all) && string(b[off:off+len(last.all)]) == last.all {
+				next, c, hit = off+len(last.all), len(last.names), last
+			} else {
+				// A run of names, read here rather than field by field
+				// through protowire.
+				var ok bool
+				if next, c, ok = skipNames(b, off); !ok {
+					return false
+				}
+			}
+			if start < 0 {
+				start = off
+			}
+			end, count, off = next, count+c, next
+			continue
+		}
 		num, typ, tl := protowire.ConsumeTag(b[off:])
 		if tl < 0 {
 			return false
@@ -152,9 +179,14 @@ func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 		return false
 	}
 	raw := b[start:end]
-	names, ok := n.lookup(raw, count)
-	if !ok {
-		return false
+	var names []string
+	if hit != nil && len(raw) == len(hit.all) {
+		names = hit.names // the run is the last list and nothing more
+	} else {
+		var ok bool
+		if names, ok = n.lookup(raw, count); !ok {
+			return false
+		}
 	}
 	rest := make([]byte, 0, len(b)-len(raw))
 	rest = append(append(rest, b[:start]...), b[end:]...)
@@ -172,6 +204,36 @@ func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 	return true
 }
 
+// namesTag is the one-byte tag of a resource_names (or
+// resource_names_subscribe) field: number 3, length-delimited.
+const namesTag = resourceNamesField<<3 | byte(protowire.BytesType)
+
+// skipNames reads the run of resource_names fields at b[off:]; it returns
+// the offset after the run and how many names it holds, or false when a
+// length runs past the end (the caller then decodes the ordinary way).
+func skipNames(b []byte, off int) (next, count int, ok bool) {
+	for off < len(b) && b[off] == namesTag {
+		off++
+		var l uint64
+		if off < len(b) && b[off] < 0x80 {
+			l = uint64(b[off])
+			off++
+		} else {
+			v, vl := protowire.ConsumeVarint(b[off:])
+			if vl < 0 {
+				return 0, 0, false
+			}
+			l, off = v, off+vl
+		}
+		if l > uint64(len(b)-off) {
+			return 0, 0, false
+		}
+		off += int(l)
+		count++
+	}
+	return off, count, true
+}
+
 // lookup returns the names encoded in raw (count resource_names fields),
 // shared with earlier callers that had the same bytes when the list is
 // small enough to keep.
@@ -180,6 +242,7 @@ func (n *nameLists) lookup(raw []byte, count int) ([]string, bool) {
 	n.mu.Lock()
 	if l := n.lists[h]; l != nil && l.all == string(raw) {
 		n.mu.Unlock()
+		n.last.Store(l)
 		return l.names, true
 	}
 	n.mu.Unlock()
@@ -219,6 +282,7 @@ func (n *nameLists) lookup(raw []byte, count int) ([]string, bool) {
 	n.byData[unsafe.SliceData(l.names)] = l
 	n.order = append(n.order, h)
 	n.bytes += l.size
+	n.last.Store(l)
 	return names, true
 }
 
@@ -244,4 +308,5 @@ func (n *nameLists) forgetLocked(l *nameList) {
 	if len(l.names) > 0 && n.byData[unsafe.SliceData(l.names)] == l {
 		delete(n.byData, unsafe.SliceData(l.names))
 	}
+	n.last.CompareAndSwap(l, nil)
 }

@@ -80,6 +80,47 @@ func TestRequestNamesSharedAcrossRequests(t *testing.T) {
 	roundTrip(t, c, edsRequest("gw-5", 0, ""))
 }
 
+// Gateways of two groups ACK in turns: each list is found again, whether
+// it was the last matched or not, and a list the bound forgot is not
+// handed out again, not even as the last one matched.
+func TestRequestNamesAlternatingListsAndForgetting(t *testing.T) {
+	n := &nameLists{seed: shared.seed, limit: DefaultSharedNamesBytes, lists: map[uint64]*nameList{}}
+	decode := func(size int) []string {
+		t.Helper()
+		data, err := proto.Marshal(edsRequest("gw", size, "n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out discovery.DiscoveryRequest
+		if !n.unmarshalRequest(data, &out) || !proto.Equal(&out, edsRequest("gw", size, "n")) {
+			t.Fatalf("list of %d not decoded: %v", size, &out)
+		}
+		return out.ResourceNames
+	}
+	a, b := decode(100), decode(101)
+	for range 3 {
+		if got := decode(100); !sameSlice(got, a) {
+			t.Fatal("list a decoded again")
+		}
+		if got := decode(100); !sameSlice(got, a) {
+			t.Fatal("list a, just matched, decoded again")
+		}
+		if got := decode(101); !sameSlice(got, b) {
+			t.Fatal("list b decoded again")
+		}
+	}
+	n.mu.Lock()
+	n.limit = 0
+	n.evictLocked(0)
+	n.mu.Unlock()
+	if n.last.Load() != nil {
+		t.Error("a forgotten list is still the last matched")
+	}
+	if got := decode(101); sameSlice(got, b) {
+		t.Error("a forgotten list was handed out again")
+	}
+}
+
 func TestRequestNamesInterleavedDecodeAsUsual(t *testing.T) {
 	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
 	req := edsRequest("gw-1", 100, "1")
