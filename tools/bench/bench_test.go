@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wayfinder-dev/wayfinder/tools/loadgen/load"
 )
@@ -174,5 +175,54 @@ func TestMedianResultOfRuns(t *testing.T) {
 	}
 	if md := markdown(machine{}, []result{m}); !strings.Contains(md, "median of 3 runs") {
 		t.Errorf("table does not say the figures are medians:\n%s", md)
+	}
+}
+
+// The sample a warm-up into the phase is the first at or after it; the
+// largest sample is the maximum; no samples give 0.
+func TestRSSSamples(t *testing.T) {
+	samples := []rssSample{{time.Second, 100}, {2 * time.Second, 180}, {3 * time.Second, 150}}
+	if got := rssAt(samples, 1500*time.Millisecond); got != 180 {
+		t.Errorf("rssAt 1.5 s = %d, want 180", got)
+	}
+	if got := rssAt(samples, time.Second); got != 100 {
+		t.Errorf("rssAt 1 s = %d, want 100", got)
+	}
+	if got := rssAt(samples, 4*time.Second); got != 0 {
+		t.Errorf("rssAt past the samples = %d, want 0", got)
+	}
+	if got := rssMax(samples); got != 180 {
+		t.Errorf("rssMax = %d, want 180", got)
+	}
+	if rssAt(nil, 0) != 0 || rssMax(nil) != 0 {
+		t.Error("no samples gave a value")
+	}
+}
+
+// The churn targets are checked at 1,000 x 500: p99 at 200/s and RSS
+// growth over each phase, with the growth after the warm-up beside it.
+func TestChurnTargets(t *testing.T) {
+	r := kubeResult{Server: "pilot-delta", Case: benchCase{Services: 1000, Gateways: 500}, Churn: []churnResult{
+		{Rate: 50, Changes: 10, Complete: 10, AllP99Ms: 300, RSSGrowthPct: 40, WarmSeconds: 30, RSSWarmBytes: 1, RSSDriftPct: 2.5},
+		{Rate: 200, Changes: 10, Complete: 10, AllP99Ms: 150, AckP99Ms: 120, RSSGrowthPct: -2},
+	}}
+	got := churnTargets([]kubeResult{r})
+	for _, want := range []string{
+		"- pilot-delta, 50/s: RSS growth over the phase +40.0%: **not met**",
+		"  - from 30s in to the end (not the target's measure; it tells a step at the start from growth that goes on): +2.5%",
+		"- pilot-delta, 200/s: every-gateway p99 150 ms, per-ACK p99 120 ms: met",
+		"- pilot-delta, 200/s: RSS growth over the phase -2.0%: met",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("targets lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "from 30s in") != 1 {
+		t.Errorf("a phase without samples got a warm-up line:\n%s", got)
+	}
+	other := r
+	other.Case = benchCase{Services: 10, Gateways: 3}
+	if got := churnTargets([]kubeResult{other}); !strings.Contains(got, "not measured in this run") {
+		t.Errorf("another case was checked against the targets:\n%s", got)
 	}
 }

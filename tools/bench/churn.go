@@ -71,6 +71,16 @@ type churnResult struct {
 	// collected and memory the runtime has not returned.
 	HeapStartBytes int64 `json:"heap_start_bytes,omitempty"`
 	HeapEndBytes   int64 `json:"heap_end_bytes,omitempty"`
+	// RSS is also sampled every second: RSSWarmBytes is the sample
+	// WarmSeconds into the phase (30 s, a tenth of a shorter phase),
+	// RSSDriftPct the growth from it to the end, and RSSMaxBytes the
+	// largest sample. They tell a step at the start of the churn (the
+	// collector's heap goal rising to the churn's working set) from
+	// growth that goes on.
+	WarmSeconds  float64 `json:"warm_seconds,omitempty"`
+	RSSWarmBytes int64   `json:"rss_warm_bytes,omitempty"`
+	RSSMaxBytes  int64   `json:"rss_max_bytes,omitempty"`
+	RSSDriftPct  float64 `json:"rss_drift_pct,omitempty"`
 	// LoadCPUSeconds is the bench's own CPU (load tool and writers).
 	LoadCPUSeconds float64  `json:"load_cpu_seconds"`
 	Errors         []string `json:"errors,omitempty"`
@@ -190,6 +200,8 @@ func (ch *churner) phase(ctx context.Context, p *proc, metricsURL string, rate f
 		res.Errors = append(res.Errors, "reading server usage: "+err.Error())
 	}
 	first := ch.next
+	warm := min(30*time.Second, ch.duration/10)
+	sampler := sampleRSS(p, time.Second)
 
 	var (
 		wg      sync.WaitGroup
@@ -293,6 +305,12 @@ drain:
 	if rss0 > 0 {
 		res.RSSGrowthPct = round2(float64(rss1-rss0) * 100 / float64(rss0))
 	}
+	samples := sampler.stop()
+	res.WarmSeconds = warm.Seconds()
+	res.RSSWarmBytes, res.RSSMaxBytes = rssAt(samples, warm), max(rss1, rssMax(samples))
+	if res.RSSWarmBytes > 0 {
+		res.RSSDriftPct = round2(float64(rss1-res.RSSWarmBytes) * 100 / float64(res.RSSWarmBytes))
+	}
 	var all, answered []time.Duration
 	for k := first; k < ch.next; k++ {
 		if !ch.failed[k].Load() && int(ch.count[k].Load()) == ch.gateways {
@@ -313,6 +331,64 @@ drain:
 	res.AckP50Ms, res.AckP99Ms = msOf(hist.pct(50)), msOf(hist.pct(99))
 	res.WriteP50Ms, res.WriteP99Ms = msOf(writes.pct(50)), msOf(writes.pct(99))
 	return res
+}
+
+// rssSample is the server's RSS at a time since the phase started.
+type rssSample struct {
+	at  time.Duration
+	rss int64
+}
+
+// rssSampler reads the server's RSS every interval until stopped.
+type rssSampler struct {
+	done    chan struct{}
+	samples chan []rssSample
+}
+
+func sampleRSS(p *proc, interval time.Duration) *rssSampler {
+	s := &rssSampler{done: make(chan struct{}), samples: make(chan []rssSample, 1)}
+	start := time.Now()
+	go func() {
+		var out []rssSample
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				s.samples <- out
+				return
+			case <-t.C:
+				if rss, err := p.currentRSS(); err == nil {
+					out = append(out, rssSample{at: time.Since(start), rss: rss})
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the samples in time order.
+func (s *rssSampler) stop() []rssSample {
+	close(s.done)
+	return <-s.samples
+}
+
+// rssAt is the first sample at or after at, 0 if there is none.
+func rssAt(samples []rssSample, at time.Duration) int64 {
+	for _, s := range samples {
+		if s.at >= at {
+			return s.rss
+		}
+	}
+	return 0
+}
+
+func rssMax(samples []rssSample) int64 {
+	var m int64
+	for _, s := range samples {
+		m = max(m, s.rss)
+	}
+	return m
 }
 
 // delivered reports whether change k reached every gateway (or failed,

@@ -88,10 +88,14 @@ func TestKubeBenchTiny(t *testing.T) {
 	if ch.CPUSeconds <= 0 || ch.CPUPerChangeMs <= 0 || ch.RSSStartBytes <= 0 || ch.RSSEndBytes <= 0 || ch.HeapStartBytes <= 0 || ch.HeapEndBytes <= 0 {
 		t.Errorf("server usage over the churn missing: %+v", ch)
 	}
+	// A 5-s phase is read a tenth in, and every second.
+	if ch.WarmSeconds != 0.5 || ch.RSSWarmBytes <= 0 || ch.RSSMaxBytes < max(ch.RSSWarmBytes, ch.RSSEndBytes) {
+		t.Errorf("RSS samples: warm-up %gs, %d bytes then, max %d, end %d", ch.WarmSeconds, ch.RSSWarmBytes, ch.RSSMaxBytes, ch.RSSEndBytes)
+	}
 
 	md := kubeMarkdown(machineInfo("test", time.Now()), ko, nil, []kubeResult{r})
 	t.Log(md)
-	for _, want := range []string{"| 10 x 3 | pilot | 41 in", "## Endpoint churn", "| 10 x 3 | 10/s | "} {
+	for _, want := range []string{"| 10 x 3 | pilot | 41 in", "## Endpoint churn", "| 10 x 3 | 10/s | ", "RSS start -> warm -> end", "RSS is also read every second: the middle figure is 500ms into the phase"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}
