@@ -111,15 +111,17 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 		if data.Len() < minSharedNames*4 {
 			break
 		}
+		m := v.(gproto.Message)
 		var b []byte
 		if len(data) == 1 {
 			b = data[0].ReadOnlyData()
+		} else if shared.unmarshalSplit(data, m) {
+			return nil
 		} else {
 			buf := data.MaterializeToBuffer(requestPool)
 			defer buf.Free()
 			b = buf.ReadOnlyData()
 		}
-		m := v.(gproto.Message)
 		if shared.unmarshalRequest(b, m) {
 			return nil
 		}

@@ -331,3 +331,71 @@ func TestLongRequestsDecodeWithoutOversizedBuffers(t *testing.T) {
 		t.Errorf("a %d-byte request is joined in a %d-byte buffer", len(data), cap(*b))
 	}
 }
+
+// A request split across buffers anywhere decodes as protobuf does; when
+// its names are the list matched last it gets that list without being
+// joined, and when they are not (another list, one name more, a field
+// between the names) it is joined and decoded as before.
+func TestSplitRequestsMatchTheLastList(t *testing.T) {
+	c := Codec{Base: encoding.GetCodecV2(grpcproto.Name)}
+	list := roundTrip(t, c, edsRequest("gw-1", 100, "1")).ResourceNames
+	ack := edsRequest("", 100, "2")
+	ack.Node = nil
+	longer := edsRequest("", 101, "3")
+	longer.Node = nil
+	interleaved, err := proto.Marshal(ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interleaved = protowire.AppendTag(interleaved, resourceNamesField, protowire.BytesType)
+	interleaved = protowire.AppendString(interleaved, "extra")
+	ackData, err := proto.Marshal(ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longerData, err := proto.Marshal(longer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		shared bool
+	}{
+		{"the last list", ackData, true},
+		{"one name more", longerData, false},
+		{"a name after other fields", interleaved, false},
+	} {
+		for cut := 1; cut < len(tc.data); cut += 7 {
+			for _, parts := range [][][]byte{
+				{tc.data[:cut], tc.data[cut:]},
+				{tc.data[:cut/2], tc.data[cut/2 : cut], tc.data[cut:]},
+			} {
+				var in mem.BufferSlice
+				for _, p := range parts {
+					in = append(in, mem.SliceBuffer(p))
+				}
+				var got, want discovery.DiscoveryRequest
+				if err := c.Unmarshal(in, &got); err != nil {
+					t.Fatalf("%s, cut at %d: %v", tc.name, cut, err)
+				}
+				if err := proto.Unmarshal(tc.data, &want); err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(&got, &want) {
+					t.Fatalf("%s, cut at %d: decoded %d names, want %d", tc.name, cut, len(got.ResourceNames), len(want.ResourceNames))
+				}
+				// The names are the last list's whenever the fields before
+				// them are in the first buffer.
+				if before := len(ackData) - len(shared.last.Load().all); tc.shared && cut > before {
+					if !sameSlice(got.ResourceNames, list) {
+						t.Fatalf("%s, cut at %d: the list was decoded again", tc.name, cut)
+					}
+					if !shared.unmarshalSplit(in, &discovery.DiscoveryRequest{}) {
+						t.Fatalf("%s, cut at %d: joined to be decoded", tc.name, cut)
+					}
+				}
+			}
+		}
+	}
+}
