@@ -88,8 +88,11 @@ type wireResponse struct {
 	version, typeURL, nonce string
 	removed                 []string
 	size                    int
-	p                       *parsed
-	raw                     []byte
+	// entry is the content's parse, waited for into p once the received
+	// bytes are released (see parseCache.start).
+	entry *entry
+	p     *parsed
+	raw   []byte
 }
 
 func (w *wireResponse) DecodeWire(b []byte) error {
@@ -98,7 +101,7 @@ func (w *wireResponse) DecodeWire(b []byte) error {
 		return err
 	}
 	w.version, w.typeURL, w.nonce, w.removed, w.size = r.Version, r.TypeURL, r.Nonce, r.Removed, len(b)
-	w.p = w.cache.get(r.TypeURL, w.delta, r.Sum, r.Resources)
+	w.entry = w.cache.start(r.TypeURL, w.delta, r.Sum, r.Resources)
 	if w.keepRaw {
 		w.raw = bytes.Clone(b)
 	}
@@ -161,6 +164,7 @@ func (g *gateway) stream(ctx context.Context) (got bool, err error) {
 		if err = cs.RecvMsg(resp); err != nil {
 			break
 		}
+		resp.p = resp.entry.wait()
 		got = true
 		g.r.responses.Add(1)
 		g.bytes += int64(resp.size)

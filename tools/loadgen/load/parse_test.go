@@ -183,3 +183,31 @@ func TestParseDelta(t *testing.T) {
 		t.Fatalf("removed %v", r.Removed)
 	}
 }
+
+// A gateway whose content is being parsed by another gets the entry at
+// once, without waiting inside the decode (where it would hold its copy
+// of the response), and waits for the same parse afterwards.
+func TestStartDoesNotWaitForAnotherGatewaysParse(t *testing.T) {
+	c := newParseCache(true)
+	block, parsing := make(chan struct{}), make(chan struct{})
+	c.marker = func(string) (int, bool) {
+		close(parsing)
+		<-block
+		return 0, false
+	}
+	r := sotw(t, resource.EndpointType, "1", assignment("svc-a", "10.0.0.1"))
+	first := make(chan *parsed)
+	go func() { first <- c.get(r.TypeURL, false, r.Sum, r.Resources) }()
+	<-parsing
+	e := c.start(r.TypeURL, false, r.Sum, r.Resources)
+	select {
+	case <-e.done:
+		t.Fatal("the entry was done while its parse was still running")
+	default:
+	}
+	close(block)
+	p := <-first
+	if got := e.wait(); got != p || c.parses.Load() != 1 {
+		t.Errorf("second gateway got %p, first %p; %d parses", got, p, c.parses.Load())
+	}
+}
