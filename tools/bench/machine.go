@@ -23,8 +23,24 @@ type machine struct {
 	Note     string  `json:"note,omitempty"`
 }
 
-func machineInfo(note string, started time.Time) machine {
-	m := machine{Date: started.Format("2006-01-02 15:04 MST"), CPUs: runtime.NumCPU(), Go: runtime.Version(), Note: note}
+// sourceCommit is the checkout's commit, marked when the tree has
+// uncommitted changes; empty outside a git checkout. The bench reads it
+// as it starts, when it builds the servers, so a commit made during a
+// long run is not credited with the run's figures.
+func sourceCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}
+
+func machineInfo(note, commit string, started time.Time) machine {
+	m := machine{Date: started.Format("2006-01-02 15:04 MST"), CPUs: runtime.NumCPU(), Go: runtime.Version(), Note: note, Commit: commit}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.MemoryGB = memTotalGB(string(b))
 	}
@@ -34,12 +50,6 @@ func machineInfo(note string, started time.Time) machine {
 				m.CPUModel = strings.TrimSpace(v)
 				break
 			}
-		}
-	}
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
-			m.Commit += " (with uncommitted changes)"
 		}
 	}
 	return m

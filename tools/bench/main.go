@@ -35,6 +35,8 @@ import (
 
 // options are the bench's flags.
 type options struct {
+	// commit is the checkout's commit when the bench started.
+	commit    string
 	out       string
 	cases     []benchCase
 	pilot     string
@@ -93,6 +95,7 @@ func run() error {
 	cpuProfile := flag.String("cpu-profile", "", "write the bench process's own CPU profile here (the load tool's cost, and in Kubernetes mode the workload writer's)")
 	flag.StringVar(&o.note, "note", "2 cores shared with other processes (other helpers' builds and tests may run at the same time)", "note printed with the table")
 	flag.Parse()
+	o.commit = sourceCommit()
 	if flag.NArg() > 0 {
 		return errors.New("unexpected arguments; see -h")
 	}
@@ -365,7 +368,7 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 }
 
 func writeResults(o options, started time.Time, results []result) error {
-	m := machineInfo(o.note, started)
+	m := machineInfo(o.note, o.commit, started)
 	if err := writeReport(o.out, "results", m, results, markdown(m, results)+cpuSection(results)); err != nil {
 		return err
 	}
