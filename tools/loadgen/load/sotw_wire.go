@@ -40,28 +40,31 @@ func encodeNames(names []string) []byte {
 // sotwRequest is a DiscoveryRequest in wire form, byte for byte what a
 // deterministic marshal gives, around names already encoded by encodeNames.
 func sotwRequest(node *corev3.Node, version string, names []byte, typeURL, nonce string, nack *statuspb.Status) (*xdswire.Pieces, error) {
-	var head []byte
-	head = appendStringField(head, reqVersionField, version)
+	head := appendStringField(nil, reqVersionField, version)
+	var err error
 	if node != nil {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
-		if err != nil {
+		if head, err = appendMessageField(head, reqNodeField, node); err != nil {
 			return nil, err
 		}
-		head = protowire.AppendTag(head, reqNodeField, protowire.BytesType)
-		head = protowire.AppendBytes(head, b)
 	}
-	var tail []byte
-	tail = appendStringField(tail, reqTypeURLField, typeURL)
+	tail := appendStringField(nil, reqTypeURLField, typeURL)
 	tail = appendStringField(tail, reqNonceField, nonce)
 	if nack != nil {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(nack)
-		if err != nil {
+		if tail, err = appendMessageField(tail, reqErrorField, nack); err != nil {
 			return nil, err
 		}
-		tail = protowire.AppendTag(tail, reqErrorField, protowire.BytesType)
-		tail = protowire.AppendBytes(tail, b)
 	}
 	return &xdswire.Pieces{Parts: [][]byte{head, names, tail}}, nil
+}
+
+// appendMessageField appends a message field, deterministically marshaled.
+func appendMessageField(b []byte, num protowire.Number, m proto.Message) ([]byte, error) {
+	v, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, v), nil
 }
 
 // appendStringField appends a proto3 string field; an empty string is

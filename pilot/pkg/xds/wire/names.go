@@ -218,19 +218,8 @@ func (n *nameLists) unmarshalSplit(data mem.BufferSlice, req proto.Message) bool
 	}
 	// The fields before the names must lie in the first buffer.
 	first := data[0].ReadOnlyData()
-	start := 0
-	for start < len(first) && first[start] != namesTag {
-		num, typ, tl := protowire.ConsumeTag(first[start:])
-		if tl < 0 || num == resourceNamesField {
-			return false
-		}
-		vl := protowire.ConsumeFieldValue(num, typ, first[start+tl:])
-		if vl < 0 {
-			return false
-		}
-		start += tl + vl
-	}
-	if start == len(first) {
+	start, ok := otherFields(first)
+	if !ok || start == len(first) {
 		return false
 	}
 	// Compare the list with what follows, buffer by buffer.
@@ -255,16 +244,8 @@ func (n *nameLists) unmarshalSplit(data mem.BufferSlice, req proto.Message) bool
 	for ; i < len(data); i, off = i+1, 0 {
 		rest = append(rest, data[i].ReadOnlyData()[off:]...)
 	}
-	for off := 0; off < len(rest); {
-		num, typ, tl := protowire.ConsumeTag(rest[off:])
-		if tl < 0 || num == resourceNamesField {
-			return false
-		}
-		vl := protowire.ConsumeFieldValue(num, typ, rest[off+tl:])
-		if vl < 0 {
-			return false
-		}
-		off += tl + vl
+	if end, ok := otherFields(rest); !ok || end != len(rest) {
+		return false
 	}
 	switch r := req.(type) {
 	case *discovery.DiscoveryRequest:
@@ -281,6 +262,25 @@ func (n *nameLists) unmarshalSplit(data mem.BufferSlice, req proto.Message) bool
 		return false
 	}
 	return true
+}
+
+// otherFields reads the fields at the start of b up to the first one-byte
+// resource_names tag, or to the end, and returns where it stopped; ok is
+// false for a field that is not well formed or is resource_names under
+// another tag encoding.
+func otherFields(b []byte) (end int, ok bool) {
+	for end < len(b) && b[end] != namesTag {
+		num, typ, tl := protowire.ConsumeTag(b[end:])
+		if tl < 0 || num == resourceNamesField {
+			return 0, false
+		}
+		vl := protowire.ConsumeFieldValue(num, typ, b[end+tl:])
+		if vl < 0 {
+			return 0, false
+		}
+		end += tl + vl
+	}
+	return end, true
 }
 
 // namesTag is the one-byte tag of a resource_names (or
