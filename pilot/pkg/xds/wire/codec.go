@@ -112,11 +112,12 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 			break
 		}
 		m := v.(gproto.Message)
+		if shared.unmarshalLast(data, m) {
+			return nil
+		}
 		var b []byte
 		if len(data) == 1 {
 			b = data[0].ReadOnlyData()
-		} else if shared.unmarshalSplit(data, m) {
-			return nil
 		} else {
 			buf := data.MaterializeToBuffer(requestPool)
 			defer buf.Free()

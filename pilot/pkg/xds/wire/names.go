@@ -132,23 +132,13 @@ func SharedNamesBytes() int64 {
 // any error.
 func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 	start, end, count := -1, -1, 0
-	// The gateways of a group send the same list, one ACK after another:
-	// a run of names that starts with the list matched last is compared
-	// with it at once, without reading each name or hashing.
-	last := n.last.Load()
-	var hit *nameList
 	for off := 0; off < len(b); {
 		if b[off] == namesTag && (end < 0 || end == off) {
-			var next, c int
-			if start < 0 && last != nil && len(b)-off >= len(last.all) && string(b[off:off+len(last.all)]) == last.all {
-				next, c, hit = off+len(last.all), len(last.names), last
-			} else {
-				// A run of names, read here rather than field by field
-				// through protowire.
-				var ok bool
-				if next, c, ok = skipNames(b, off); !ok {
-					return false
-				}
+			// A run of names, read here rather than field by field
+			// through protowire.
+			next, c, ok := skipNames(b, off)
+			if !ok {
+				return false
 			}
 			if start < 0 {
 				start = off
@@ -180,14 +170,9 @@ func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 		return false
 	}
 	raw := b[start:end]
-	var names []string
-	if hit != nil && len(raw) == len(hit.all) {
-		names = hit.names // the run is the last list and nothing more
-	} else {
-		var ok bool
-		if names, ok = n.lookup(raw, count); !ok {
-			return false
-		}
+	names, ok := n.lookup(raw, count)
+	if !ok {
+		return false
 	}
 	rest := make([]byte, 0, len(b)-len(raw))
 	rest = append(append(rest, b[:start]...), b[end:]...)
@@ -205,15 +190,17 @@ func (n *nameLists) unmarshalRequest(b []byte, req proto.Message) bool {
 	return true
 }
 
-// unmarshalSplit decodes a request that arrived in several buffers when
-// its run of names is exactly the list matched last, comparing the list
-// buffer by buffer instead of joining the request first: a SotW ACK of a
-// gateway's 1,000 EDS names is 60 KB in four HTTP/2 frames, and 500
-// gateways ACK each push at once. It reports false for anything else;
-// the caller then joins and decodes (from an empty message again).
-func (n *nameLists) unmarshalSplit(data mem.BufferSlice, req proto.Message) bool {
+// unmarshalLast decodes a request whose run of names is exactly the list
+// matched last. The gateways of a group send the same list one ACK after
+// another, so the run is compared with that list at once, without reading
+// each name or hashing, and buffer by buffer, without joining a request
+// that arrived in several: a SotW ACK of a gateway's 1,000 EDS names is
+// 60 KB in four HTTP/2 frames, and 500 gateways ACK each push at once. It
+// reports false for anything else; the caller then decodes the request
+// the other way (from an empty message again).
+func (n *nameLists) unmarshalLast(data mem.BufferSlice, req proto.Message) bool {
 	last := n.last.Load()
-	if last == nil || len(data) < 2 || data.Len() < len(last.all) {
+	if last == nil || len(data) == 0 || data.Len() < len(last.all) {
 		return false
 	}
 	// The fields before the names must lie in the first buffer.

@@ -92,7 +92,9 @@ func TestRequestNamesAlternatingListsAndForgetting(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out discovery.DiscoveryRequest
-		if !n.unmarshalRequest(data, &out) || !proto.Equal(&out, edsRequest("gw", size, "n")) {
+		// As the codec does: the last list first, then the others.
+		if !n.unmarshalLast(mem.BufferSlice{mem.SliceBuffer(data)}, &out) && !n.unmarshalRequest(data, &out) ||
+			!proto.Equal(&out, edsRequest("gw", size, "n")) {
 			t.Fatalf("list of %d not decoded: %v", size, &out)
 		}
 		return out.ResourceNames
@@ -391,7 +393,7 @@ func TestSplitRequestsMatchTheLastList(t *testing.T) {
 					if !sameSlice(got.ResourceNames, list) {
 						t.Fatalf("%s, cut at %d: the list was decoded again", tc.name, cut)
 					}
-					if !shared.unmarshalSplit(in, &discovery.DiscoveryRequest{}) {
+					if !shared.unmarshalLast(in, &discovery.DiscoveryRequest{}) {
 						t.Fatalf("%s, cut at %d: joined to be decoded", tc.name, cut)
 					}
 				}
