@@ -200,7 +200,7 @@ func (ch *churner) phase(ctx context.Context, p *proc, metricsURL string, rate f
 		res.Errors = append(res.Errors, "reading server usage: "+err.Error())
 	}
 	first := ch.next
-	warm := min(30*time.Second, ch.duration/10)
+	warm := warmUp(ch.duration)
 	sampler := sampleRSS(p, time.Second)
 
 	var (
@@ -332,6 +332,10 @@ drain:
 	res.WriteP50Ms, res.WriteP99Ms = msOf(writes.pct(50)), msOf(writes.pct(99))
 	return res
 }
+
+// warmUp is how far into a phase of length d its RSS is read a second
+// time: 30 s, or a tenth of a shorter phase.
+func warmUp(d time.Duration) time.Duration { return min(30*time.Second, d/10) }
 
 // rssSample is the server's RSS at a time since the phase started.
 type rssSample struct {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Targets of issue 14 for the Kubernetes-mode churn, checked at 1,000
@@ -81,7 +80,7 @@ func kubeMarkdown(m machine, ko kubeOptions, pilotArgs []string, results []kubeR
 		"of its drain; the Go heap in use (from /metrics) separates growth of live data from garbage not yet collected. "+
 		"RSS is also read every second: the middle figure is %s into the phase, then the end and in brackets the "+
 		"growth over the phase and from that point to the end (a step while the churn starts, against growth that goes on).\n\n",
-		ko.duration, ko.drain, min(30*time.Second, ko.duration/10))
+		ko.duration, ko.drain, warmUp(ko.duration))
 	b.WriteString("| services x gateways | rate | changes (achieved /s) | reached every gateway | every gateway p50 / p99 / max | per ACK p50 / p99 | API write p50 / p99 | every gateway from the API's answer p50 / p99 | CPU per change | RSS start -> warm -> end (growth; after warm-up) | Go heap start -> end | errors |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
