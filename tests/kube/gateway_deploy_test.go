@@ -16,6 +16,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // ownedBy reports whether an object's controller is the Gateway.
@@ -244,7 +245,11 @@ func TestGatewayDeployerSteadyState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := gatewaydeploy.New(gatewaydeploy.DeployerOptions{Kube: c.Clientset(), Namespaces: []string{ns},
+	kc, err := kclient.New(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := gatewaydeploy.New(gatewaydeploy.DeployerOptions{Kube: kc.Kube, Namespaces: []string{ns},
 		Input: func() (gateway.Input, error) {
 			return gateway.Input{GatewayClasses: []*gw.GatewayClass{class}, Gateways: []*gw.Gateway{g}}, nil
 		},

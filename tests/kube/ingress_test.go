@@ -23,6 +23,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
 )
@@ -36,12 +37,12 @@ type ingressWriter struct {
 
 func startIngressWriter(t *testing.T, c *harness.Cluster, ns, identity, class string) *ingressWriter {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(c.RestrictedRESTConfig())
+	cs, err := kclient.New(c.RestrictedRESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w, err := status.New(status.Options{
-		Client: cs, Namespaces: []string{ns},
+		Client: cs.Kube, Namespaces: []string{ns},
 		Ingress:          ingress.Options{IngressClass: class},
 		ServiceNamespace: ns, ServiceName: "istio-ingressgateway",
 		LeaseNamespace: ns, Identity: identity,
@@ -215,7 +216,7 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 	ctx := context.Background()
 	ns := c.Namespace(t, "ingress-tls")
 	c.AllowRestricted(t, ns)
-	restricted, err := kubernetes.NewForConfig(c.RestrictedRESTConfig())
+	rc, err := kclient.New(c.RestrictedRESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,12 +261,12 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 	}
 
 	q := queue.New(queue.Options{})
-	src, err := ingress.NewController(ingress.ControllerOptions{Client: restricted, Namespaces: []string{ns}, Queue: q})
+	src, err := ingress.NewController(ingress.ControllerOptions{Client: rc.Kube, Namespaces: []string{ns}, Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}
 	changed := make(chan string, 10)
-	secrets, err := ingress.NewSecrets(ingress.SecretsOptions{Client: restricted, Namespaces: []string{ns},
+	secrets, err := ingress.NewSecrets(ingress.SecretsOptions{Client: rc.Kube, Namespaces: []string{ns},
 		OnChange: func(ns, name string) { changed <- ns + "/" + name }})
 	if err != nil {
 		t.Fatal(err)

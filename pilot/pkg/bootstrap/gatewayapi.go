@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/metadata"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -25,10 +24,6 @@ type istioStore interface {
 // Hostname backends are looked up in istio, the Istio config store, whose
 // ServiceEntry changes schedule a conversion.
 func gatewayAPISource(c KubeClients, domainSuffix string, istio istioStore) (*gateway.Controller, error) {
-	client, err := gwclient.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return nil, fmt.Errorf("gateway API client: %w", err)
-	}
 	// CRDs are watched (metadata only) so that Gateway API kinds installed
 	// after start are served without a restart.
 	meta, err := metadata.NewForConfig(c.RESTConfig)
@@ -36,7 +31,7 @@ func gatewayAPISource(c KubeClients, domainSuffix string, istio istioStore) (*ga
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
 	gc, err := gateway.NewController(gateway.ControllerOptions{
-		Client: client, Kube: c.Kube, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
+		Client: c.GatewayAPI, Kube: c.Kube, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
 		ServiceEntries:       func() []config.Config { return istio.List(schema.ServiceEntry, "") },
 		ServiceEntriesSynced: istio.Synced(),
 		Convert:              gateway.Options{DomainSuffix: domainSuffix},

@@ -2,15 +2,10 @@ package bootstrap
 
 import (
 	"fmt"
-	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -23,6 +18,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	kuberegistry "github.com/wayfinder-dev/wayfinder/pilot/pkg/serviceregistry/kube"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
@@ -32,8 +28,9 @@ import (
 // Options.ExtraKubeSources.
 type KubeClients struct {
 	RESTConfig *rest.Config
-	Kube       kubernetes.Interface
-	Istio      istioclient.Interface
+	Kube       kclient.Kube
+	Istio      kclient.Istio
+	GatewayAPI kclient.GatewayAPI
 	// Queue is the one event queue every source pushes its tasks to; the
 	// server runs it.
 	Queue *queue.Queue
@@ -93,7 +90,7 @@ type kubeMode struct {
 	gatewayDeployer *gatewaydeploy.Deployer
 	// istioInformers are the Istio config informers, shared by the config
 	// source and the status writer.
-	istioInformers []istioinformers.SharedInformerFactory
+	istioInformers []*kclient.IstioFactory
 	// pushSecret asks for a push when a certificate changes; set by
 	// NewServer before anything runs.
 	pushSecret func()
@@ -113,27 +110,23 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	// Informers wait out an API server outage instead of backing off for
 	// up to a minute (see kubeutil.WaitForAPIServer).
 	cfg.Wrap(kubeutil.WaitForAPIServer(kubeutil.ReconnectOptions{Logger: opts.Logger}))
-	kc, err := kubernetes.NewForConfig(cfg)
+	cs, err := kclient.New(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	ic, err := istioclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("istio client: %w", err)
+		return nil, nil, err
 	}
 	namespaces := kubeutil.NormalizeNamespaces(opts.WatchNamespaces)
 	if len(namespaces) == 1 && namespaces[0] == "" {
 		namespaces = nil
 	}
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(kclient.EventSink{C: cs.Kube})
 	m := &kubeMode{
 		broadcaster: broadcaster,
 		clients: KubeClients{
-			RESTConfig: cfg, Kube: kc, Istio: ic,
+			RESTConfig: cfg, Kube: cs.Kube, Istio: cs.Istio, GatewayAPI: cs.GatewayAPI,
 			Queue:      queue.New(queue.Options{Logger: opts.Logger}),
 			Namespaces: namespaces,
-			Recorder:   broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "wayfinder"}),
+			Recorder:   broadcaster.NewRecorder(kclient.Scheme, corev1.EventSource{Component: "wayfinder"}),
 			Registerer: reg,
 			Logger:     opts.Logger,
 		},
@@ -143,7 +136,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		return nil, nil, err
 	}
 	crds, err := crdclient.New(crdclient.Options{
-		Client: ic, Namespaces: namespaces, Queue: m.clients.Queue, Logger: opts.Logger,
+		Client: cs.Istio, Namespaces: namespaces, Queue: m.clients.Queue, Logger: opts.Logger,
 		Recorder: m.clients.Recorder, Registerer: reg,
 	})
 	if err != nil {
@@ -178,7 +171,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		sources = append(sources, src)
 	}
 	m.registry, err = kuberegistry.New(kuberegistry.Options{
-		Client: kc, Namespaces: namespaces, DomainSuffix: opts.DomainSuffix, Queue: m.clients.Queue, Logger: opts.Logger,
+		Client: cs.Kube, Namespaces: namespaces, DomainSuffix: opts.DomainSuffix, Queue: m.clients.Queue, Logger: opts.Logger,
 	})
 	if err != nil {
 		return fail(err)

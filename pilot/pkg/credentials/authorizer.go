@@ -13,17 +13,17 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // Options configure an Authorizer. Zero durations and sizes take the
 // defaults given.
 type Options struct {
 	// Client creates SubjectAccessReviews. Required.
-	Client authorizationv1client.SubjectAccessReviewInterface
+	Client kclient.Creator[*authorizationv1.SubjectAccessReview]
 	// AllowedTTL is how long an allowed answer is kept (default 5m, as
 	// istiod), DeniedTTL a denied one (default 1m): a Role granted later
 	// takes effect within it. ErrorRetry is how soon a failed review is

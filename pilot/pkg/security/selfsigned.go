@@ -19,7 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // Names of the objects the self-signed CA lives in, in Wayfinder's own
@@ -45,7 +46,7 @@ const selfSignedValidity = 10 * 365 * 24 * time.Hour
 // SelfSignedOptions say where the CA is kept and what the serving
 // certificate covers.
 type SelfSignedOptions struct {
-	Client    kubernetes.Interface
+	Client    kclient.Kube
 	Namespace string
 	// DNSNames are the serving certificate's SANs; an IP address becomes
 	// an IP SAN.

@@ -11,6 +11,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 // Replicas starting together converge on one CA and serving certificate,
@@ -27,7 +29,7 @@ func TestEnsureSelfSignedConverges(t *testing.T) {
 	for i := range replicas {
 		wg.Go(func() {
 			pairs[i], cas[i], errs[i] = EnsureSelfSigned(context.Background(), SelfSignedOptions{
-				Client: client, Namespace: "wf", DNSNames: names, Logger: slog.New(slog.DiscardHandler)})
+				Client: kclienttest.Kube(client), Namespace: "wf", DNSNames: names, Logger: slog.New(slog.DiscardHandler)})
 		})
 	}
 	wg.Wait()
@@ -60,7 +62,7 @@ func TestEnsureSelfSignedConverges(t *testing.T) {
 		}
 	}
 	// A later start reads the same Secret.
-	again, _, err := EnsureSelfSigned(context.Background(), SelfSignedOptions{Client: client, Namespace: "wf", DNSNames: names})
+	again, _, err := EnsureSelfSigned(context.Background(), SelfSignedOptions{Client: kclienttest.Kube(client), Namespace: "wf", DNSNames: names})
 	if err != nil || !bytes.Equal(again.Certificate[0], pairs[0].Certificate[0]) {
 		t.Errorf("restart: %v, or another certificate", err)
 	}

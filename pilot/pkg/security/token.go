@@ -12,10 +12,10 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // Defaults of TokenOptions.
@@ -30,7 +30,7 @@ const (
 // TokenOptions configure a TokenAuthenticator.
 type TokenOptions struct {
 	// Client creates the TokenReviews. Required.
-	Client kubernetes.Interface
+	Client kclient.Kube
 	// CacheSize bounds the cached results; zero means DefaultTokenCacheSize.
 	CacheSize int
 	// NegativeTTL is how long a refused token stays refused without asking
@@ -45,7 +45,7 @@ type TokenOptions struct {
 // after the API server vouched for the token); a refused one for
 // NegativeTTL. Only a hash of the token is kept.
 type TokenAuthenticator struct {
-	client      kubernetes.Interface
+	client      kclient.Kube
 	clock       clock.PassiveClock
 	negativeTTL time.Duration
 	cache       *ttlCache[tokenResult]

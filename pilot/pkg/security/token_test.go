@@ -14,6 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 // reviewer is a fake API server answering TokenReviews from a table of
@@ -25,7 +28,7 @@ type reviewer struct {
 	calls     atomic.Int32
 }
 
-func (r *reviewer) client() *fake.Clientset {
+func (r *reviewer) client() kclient.Kube {
 	c := fake.NewClientset()
 	c.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r.calls.Add(1)
@@ -53,7 +56,7 @@ func (r *reviewer) client() *fake.Clientset {
 		tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: matched, User: authnv1.UserInfo{Username: user}}
 		return true, tr, nil
 	})
-	return c
+	return kclienttest.Kube(c)
 }
 
 // jwt builds a token whose payload has exp; the signature is not checked

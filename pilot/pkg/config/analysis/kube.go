@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/crdclient"
@@ -17,6 +15,7 @@ import (
 	kuberegistry "github.com/wayfinder-dev/wayfinder/pilot/pkg/serviceregistry/kube"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // ClusterOptions say which cluster LoadCluster reads.
@@ -43,20 +42,16 @@ func LoadCluster(ctx context.Context, opts ClusterOptions) ([]config.Config, []*
 	}
 	cfg := rest.CopyConfig(opts.RESTConfig)
 	cfg.UserAgent = "wayfinder-analyze"
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	ic, err := istioclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("istio client: %w", err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	crds, err := crdclient.New(crdclient.Options{Client: ic, Namespaces: opts.Namespaces, Logger: quiet})
+	cs, err := kclient.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	reg, err := kuberegistry.New(kuberegistry.Options{Client: kc, Namespaces: opts.Namespaces, DomainSuffix: opts.DomainSuffix, Logger: quiet})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	crds, err := crdclient.New(crdclient.Options{Client: cs.Istio, Namespaces: opts.Namespaces, Logger: quiet})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reg, err := kuberegistry.New(kuberegistry.Options{Client: cs.Kube, Namespaces: opts.Namespaces, DomainSuffix: opts.DomainSuffix, Logger: quiet})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -28,11 +28,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
@@ -46,7 +46,7 @@ const (
 // Options configure a Controller.
 type Options struct {
 	// Client talks to the API server. Required.
-	Client kubernetes.Interface
+	Client kclient.Kube
 	// Namespaces limits the watch to these namespaces; empty watches all.
 	Namespaces []string
 	// DomainSuffix ends every hostname; defaults to "cluster.local".

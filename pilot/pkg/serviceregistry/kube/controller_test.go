@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -55,12 +56,12 @@ type env struct {
 	sentinels int
 }
 
-func newEnv(t *testing.T, tweak func(*Options), objs ...runtime.Object) *env {
+func newEnv(t *testing.T, tweak func(*Options, *fake.Clientset), objs ...runtime.Object) *env {
 	t.Helper()
 	e := &env{t: t, client: fake.NewClientset(objs...), pushes: make(chan *model.PushRequest, 1000), logs: &syncBuffer{}}
-	opts := Options{Client: e.client, Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	opts := Options{Client: kclienttest.Kube(e.client), Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if tweak != nil {
-		tweak(&opts)
+		tweak(&opts, e.client)
 	}
 	c, err := New(opts)
 	if err != nil {
@@ -243,9 +244,9 @@ func TestCrashLoopingPodCausesNoFullPush(t *testing.T) {
 }
 
 func TestForbiddenNamespaceIsReported(t *testing.T) {
-	e := newEnv(t, func(o *Options) {
+	e := newEnv(t, func(o *Options, cs *fake.Clientset) {
 		o.Namespaces = []string{"default", "secret"}
-		o.Client.(*fake.Clientset).PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cs.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			if a.GetNamespace() != "secret" {
 				return false, nil, nil
 			}

@@ -11,11 +11,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // serviceIndex indexes EndpointSlices by the "ns/name" of their Service.
@@ -23,7 +23,7 @@ const serviceIndex = "service"
 
 // informerSet is the informers of one namespace ("" for all).
 type informerSet struct {
-	factory  informers.SharedInformerFactory
+	factory  *kclient.KubeFactory
 	services cache.SharedIndexInformer
 	slices   cache.SharedIndexInformer
 	pods     cache.SharedIndexInformer
@@ -59,12 +59,12 @@ func (w *watch) isDenied() bool {
 }
 
 func (c *Controller) newInformerSet(ns string) (*informerSet, error) {
-	f := informers.NewSharedInformerFactoryWithOptions(c.opts.Client, c.opts.ResyncPeriod, informers.WithNamespace(ns))
+	f := kclient.NewKubeFactory(c.opts.Client, c.opts.ResyncPeriod, ns, nil)
 	s := &informerSet{
 		factory:  f,
-		services: f.Core().V1().Services().Informer(),
-		slices:   f.Discovery().V1().EndpointSlices().Informer(),
-		pods:     f.Core().V1().Pods().Informer(),
+		services: f.Services().Informer(),
+		slices:   f.EndpointSlices().Informer(),
+		pods:     f.Pods().Informer(),
 	}
 	if err := s.slices.AddIndexers(cache.Indexers{serviceIndex: sliceServiceKey}); err != nil {
 		return nil, fmt.Errorf("serviceregistry/kube: endpointslice index: %w", err)

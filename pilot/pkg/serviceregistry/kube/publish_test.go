@@ -11,12 +11,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 // Services added, replaced and removed in any order leave the snapshot
 // that sorting every Service would give, each change made in place.
 func TestPublishKeepsTheSnapshotSorted(t *testing.T) {
-	c, err := New(Options{Client: fake.NewClientset()})
+	c, err := New(Options{Client: kclienttest.Kube(fake.NewClientset())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestPublishKeepsTheSnapshotSorted(t *testing.T) {
 
 // A snapshot that lost track of a Service is rebuilt from every Service.
 func TestPublishStartsOverWhenTheOldServiceIsMissing(t *testing.T) {
-	c, err := New(Options{Client: fake.NewClientset()})
+	c, err := New(Options{Client: kclienttest.Kube(fake.NewClientset())})
 	if err != nil {
 		t.Fatal(err)
 	}

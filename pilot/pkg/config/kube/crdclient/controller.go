@@ -28,8 +28,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	"istio.io/client-go/pkg/informers/externalversions"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -37,6 +35,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/kubeutil"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
@@ -44,7 +43,7 @@ import (
 // Options configure a Controller.
 type Options struct {
 	// Client talks to the API server. Required.
-	Client istioclient.Interface
+	Client kclient.Istio
 	// Namespaces limits the watch to these namespaces; empty watches all.
 	Namespaces []string
 	// Queue carries events to handlers. If nil the controller creates one
@@ -82,7 +81,7 @@ type Controller struct {
 	queue     *queue.Queue
 	ownQueue  bool
 	validate  func(config.Config) error
-	factories []externalversions.SharedInformerFactory
+	factories []*kclient.IstioFactory
 	watches   []*watch
 	rejected  *prometheus.CounterVec
 
@@ -158,7 +157,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	namespaces := kubeutil.NormalizeNamespaces(opts.Namespaces)
 	for _, ns := range namespaces {
-		f := externalversions.NewSharedInformerFactoryWithOptions(opts.Client, opts.ResyncPeriod, externalversions.WithNamespace(ns))
+		f := kclient.NewIstioFactory(opts.Client, opts.ResyncPeriod, ns)
 		c.factories = append(c.factories, f)
 		for _, k := range opts.Kinds {
 			w, err := c.newWatch(f, ns, k)
@@ -174,7 +173,7 @@ func New(opts Options) (*Controller, error) {
 // InformerFactories are the factories of the controller's informers, one
 // per watched namespace, for readers that need the same objects (the
 // status writer) without a second watch.
-func (c *Controller) InformerFactories() []externalversions.SharedInformerFactory {
+func (c *Controller) InformerFactories() []*kclient.IstioFactory {
 	return c.factories
 }
 

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
+	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -187,7 +188,7 @@ func TestInvalidObjectIsSkippedWithLogEventMetricAndError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	bad := vs("default", "bad", "bad.example.com")
 	bad.Labels = map[string]string{invalidLabel: "spec.http[0].route[0].weight"}
-	e := newEnv(t, func(o *Options) { o.Registerer = reg }, bad, vs("default", "good", "good.example.com"))
+	e := newEnv(t, func(o *Options, _ *istiofake.Clientset) { o.Registerer = reg }, bad, vs("default", "good", "good.example.com"))
 	e.waitSynced()
 	if d := e.next(); d.cur.Name != "good" {
 		t.Fatalf("delivered %s, want only the valid object", d.cur.Key())
@@ -246,7 +247,7 @@ func TestInvalidObjectIsSkippedWithLogEventMetricAndError(t *testing.T) {
 func TestRealValidationRejectsNegativeWeight(t *testing.T) {
 	bad := vs("default", "weights", "w.example.com")
 	bad.Spec.Http[0].Route[0].Weight = -5
-	e := newEnv(t, func(o *Options) { o.validate = validation.Validate }, bad)
+	e := newEnv(t, func(o *Options, _ *istiofake.Clientset) { o.validate = validation.Validate }, bad)
 	e.waitSynced()
 	e.none()
 	errs := e.c.ConfigErrors()
@@ -256,11 +257,9 @@ func TestRealValidationRejectsNegativeWeight(t *testing.T) {
 }
 
 func TestForbiddenNamespaceIsReportedAndOthersServed(t *testing.T) {
-	e := newEnv(t, func(o *Options) {
+	e := newEnv(t, func(o *Options, client *istiofake.Clientset) {
 		o.Namespaces = []string{"allowed", "secret"}
-		o.Client.(interface {
-			PrependReactor(string, string, k8stesting.ReactionFunc)
-		}).PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			if a.GetNamespace() != "secret" {
 				return false, nil, nil
 			}

@@ -15,13 +15,12 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientfeatures "k8s.io/client-go/features"
-	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -76,24 +75,21 @@ type env struct {
 	done      chan struct{}
 }
 
-func newEnv(t *testing.T, tweak func(*Options), objs ...any) *env {
+func newEnv(t *testing.T, tweak func(*Options, *istiofake.Clientset), objs ...any) *env {
 	t.Helper()
-	// Istio's generated informers predate the streaming-list (WatchList)
-	// handshake the fake clientset cannot do; the real API server can.
-	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	e := &env{t: t, rec: record.NewFakeRecorder(100), logs: &syncBuffer{}, events: make(chan delivered, 1000)}
 	e.client = istiofake.NewSimpleClientset()
 	for _, o := range objs {
 		e.create(o)
 	}
 	opts := Options{
-		Client:   e.client,
+		Client:   kclienttest.Istio(e.client),
 		Logger:   slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Recorder: e.rec,
 		validate: testValidate,
 	}
 	if tweak != nil {
-		tweak(&opts)
+		tweak(&opts, e.client)
 	}
 	c, err := New(opts)
 	if err != nil {

@@ -11,11 +11,12 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 func newListController(tb testing.TB) *Controller {
 	tb.Helper()
-	c, err := New(Options{Client: istiofake.NewSimpleClientset(), validate: func(config.Config) error { return nil }})
+	c, err := New(Options{Client: kclienttest.Istio(istiofake.NewSimpleClientset()), validate: func(config.Config) error { return nil }})
 	if err != nil {
 		tb.Fatal(err)
 	}

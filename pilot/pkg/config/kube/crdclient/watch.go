@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	istioclient "istio.io/client-go/pkg/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
@@ -15,6 +14,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // watch is one informer: one kind in one namespace ("" for all).
@@ -57,22 +57,21 @@ func (w *watch) allowed() {
 	}
 }
 
-func informerFor(f istioclient.SharedInformerFactory, k schema.Kind) (cache.SharedIndexInformer, error) {
-	v1 := f.Networking().V1()
+func informerFor(f *kclient.IstioFactory, k schema.Kind) (cache.SharedIndexInformer, error) {
 	switch k {
 	case schema.Gateway:
-		return v1.Gateways().Informer(), nil
+		return f.Gateways().Informer(), nil
 	case schema.VirtualService:
-		return v1.VirtualServices().Informer(), nil
+		return f.VirtualServices().Informer(), nil
 	case schema.DestinationRule:
-		return v1.DestinationRules().Informer(), nil
+		return f.DestinationRules().Informer(), nil
 	case schema.ServiceEntry:
-		return v1.ServiceEntries().Informer(), nil
+		return f.ServiceEntries().Informer(), nil
 	}
 	return nil, fmt.Errorf("crdclient: kind %s has no informer", k)
 }
 
-func (c *Controller) newWatch(f istioclient.SharedInformerFactory, ns string, k schema.Kind) (*watch, error) {
+func (c *Controller) newWatch(f *kclient.IstioFactory, ns string, k schema.Kind) (*watch, error) {
 	inf, err := informerFor(f, k)
 	if err != nil {
 		return nil, err

@@ -12,30 +12,27 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	cfgschema "github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
 // ControllerOptions configure a Controller.
 type ControllerOptions struct {
 	// Client reads the Gateway API kinds. Required.
-	Client gwclient.Interface
+	Client kclient.GatewayAPI
 	// Kube reads Services and Namespaces, and discovers which Gateway API
 	// kinds the API server serves. Required.
-	Kube kubernetes.Interface
+	Kube kclient.Kube
 	// ServiceEntries, when set, lists the ServiceEntries backendRefs of
 	// kind Hostname name: the Istio config store's (valid ones only), so
 	// they are not watched twice. Its owner calls Schedule when they
@@ -132,7 +129,7 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 // start: initial).
 func (c *Controller) servedKinds(initial bool) map[string]bool {
 	out := map[string]bool{}
-	res, err := c.opts.Kube.Discovery().ServerResourcesForGroupVersion(gw.GroupVersion.String())
+	res, err := c.opts.Kube.ServerResourcesForGroupVersion(gw.GroupVersion.String())
 	if err != nil {
 		if !initial && apierrors.IsNotFound(err) {
 			return out
@@ -228,55 +225,54 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 	}
 	var factories []generated.Factory
 	for _, ns := range namespaces {
-		f := gwinformers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0, gwinformers.WithNamespace(ns))
+		f := kclient.NewGatewayFactory(c.opts.Client, 0, ns)
 		factories = append(factories, f)
-		v1 := f.Gateway().V1()
 		if useGateways {
-			inf := v1.Gateways()
+			inf := f.Gateways()
 			l.gateways = append(l.gateways, func() ([]*gw.Gateway, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("Gateways in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return nil, err
 			}
 		}
 		if useRoutes {
-			inf := v1.HTTPRoutes()
+			inf := f.HTTPRoutes()
 			l.routes = append(l.routes, func() ([]*gw.HTTPRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("HTTPRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return nil, err
 			}
 		}
 		if useGRPC {
-			inf := v1.GRPCRoutes()
+			inf := f.GRPCRoutes()
 			l.grpcRoutes = append(l.grpcRoutes, func() ([]*gw.GRPCRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("GRPCRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return nil, err
 			}
 		}
 		if useTLS {
-			inf := v1.TLSRoutes()
+			inf := f.TLSRoutes()
 			l.tlsRoutes = append(l.tlsRoutes, func() ([]*gw.TLSRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("TLSRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return nil, err
 			}
 		}
 		if useTCP {
-			inf := v1.TCPRoutes()
+			inf := f.TCPRoutes()
 			l.tcpRoutes = append(l.tcpRoutes, func() ([]*gw.TCPRoute, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("TCPRoutes in "+generated.NamespaceName(ns), inf.Informer(), specChanged); err != nil {
 				return nil, err
 			}
 		}
 		if useGrants {
-			inf := v1.ReferenceGrants()
+			inf := f.ReferenceGrants()
 			l.grants = append(l.grants, func() ([]*gw.ReferenceGrant, error) { return inf.Lister().List(labels.Everything()) })
 			if err := c.Watch("ReferenceGrants in "+generated.NamespaceName(ns), inf.Informer(), every); err != nil {
 				return nil, err
 			}
 		}
 		if base {
-			kf := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0, informers.WithNamespace(ns))
+			kf := kclient.NewKubeFactory(c.opts.Kube, 0, ns, nil)
 			factories = append(factories, kf)
-			svc := kf.Core().V1().Services()
+			svc := kf.Services()
 			l.services[ns] = svc.Lister()
 			if err := c.Watch("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
 				return nil, err
@@ -285,18 +281,18 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 	}
 	// GatewayClasses and Namespaces are cluster-scoped.
 	if useClasses {
-		f := gwinformers.NewSharedInformerFactory(c.opts.Client, 0)
+		f := kclient.NewGatewayFactory(c.opts.Client, 0, "")
 		factories = append(factories, f)
-		inf := f.Gateway().V1().GatewayClasses()
+		inf := f.GatewayClasses()
 		l.classes = func() ([]*gw.GatewayClass, error) { return inf.Lister().List(labels.Everything()) }
 		if err := c.Watch("GatewayClasses", inf.Informer(), specChanged); err != nil {
 			return nil, err
 		}
 	}
 	if base {
-		kf := informers.NewSharedInformerFactory(c.opts.Kube, 0)
+		kf := kclient.NewKubeFactory(c.opts.Kube, 0, "", nil)
 		factories = append(factories, kf)
-		nsInf := kf.Core().V1().Namespaces()
+		nsInf := kf.Namespaces()
 		l.namespaces = nsInf.Lister()
 		if err := c.Watch("Namespaces", nsInf.Informer(), every); err != nil {
 			return nil, err

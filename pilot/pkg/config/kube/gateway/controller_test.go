@@ -18,6 +18,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -35,8 +36,15 @@ func serve(kube *fake.Clientset, resources ...string) {
 // arrive on the returned channel as "add Gateway ns/name".
 func startController(t *testing.T, kube *fake.Clientset, client *gwfake.Clientset) (*gateway.Controller, chan string) {
 	t.Helper()
+	return runController(t, gateway.ControllerOptions{Client: kclienttest.GatewayAPI(client), Kube: kclienttest.Kube(kube)})
+}
+
+// runController is startController with opts (its own queue).
+func runController(t *testing.T, opts gateway.ControllerOptions) (*gateway.Controller, chan string) {
+	t.Helper()
 	q := queue.New(queue.Options{})
-	c, err := gateway.NewController(gateway.ControllerOptions{Client: client, Kube: kube, Queue: q})
+	opts.Queue = q
+	c, err := gateway.NewController(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	cfgschema "github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // crdResource is apiextensions.k8s.io/v1 CustomResourceDefinitions.
@@ -52,7 +52,7 @@ func (c *Controller) watchCRDs(ctx context.Context) *lateWatches {
 	for _, k := range cfgschema.GatewayAPIKinds() {
 		crdNames[k.CRDName()] = true
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(c.opts.Metadata, crdResource, "", 0, cache.Indexers{}, nil).Informer()
+	inf := kclient.NewInformer(c.opts.Metadata.Resource(crdResource), &metav1.PartialObjectMetadata{}, 0, nil, c.opts.Metadata)
 	kick := make(chan struct{}, 1)
 	notify := func(obj any) {
 		if m, ok := obj.(metav1.Object); ok && crdNames[m.GetName()] {

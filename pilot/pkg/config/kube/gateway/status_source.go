@@ -1,6 +1,6 @@
 package gateway
 
-import gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+import "github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 
 // StatusInput returns what conversion reads now, from the informer caches:
 // the objects with their current status, from which the status writer
@@ -21,4 +21,4 @@ func (c *Controller) Status() Status {
 func (c *Controller) ConvertOptions() Options { return c.opts.Convert }
 
 // Client is the Gateway API client, for status writes.
-func (c *Controller) Client() gwclient.Interface { return c.opts.Client }
+func (c *Controller) Client() kclient.GatewayAPI { return c.opts.Client }

@@ -13,18 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // DeployerOptions configure a Deployer.
 type DeployerOptions struct {
 	// Kube applies and watches the deployed objects. Required.
-	Kube kubernetes.Interface
+	Kube kclient.Kube
 	// Namespaces limits the watch of deployed objects (--watch-namespaces);
 	// empty is all.
 	Namespaces []string
@@ -47,7 +46,7 @@ type DeployerOptions struct {
 type Deployer struct {
 	opts      DeployerOptions
 	log       *slog.Logger
-	factories []informers.SharedInformerFactory
+	factories []*kclient.KubeFactory
 	synced    []cache.InformerSynced
 	listers   []kindLister
 	applies   atomic.Int64
@@ -87,9 +86,8 @@ func New(opts DeployerOptions) (*Deployer, error) {
 	}
 	selector := labels.SelectorFromSet(labels.Set{ManagedLabel: ManagedLabelValue}).String()
 	for _, ns := range namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0, informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-		sa, cm, dep, svc := f.Core().V1().ServiceAccounts(), f.Core().V1().ConfigMaps(), f.Apps().V1().Deployments(), f.Core().V1().Services()
+		f := kclient.NewKubeFactory(opts.Kube, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		sa, cm, dep, svc := f.ServiceAccounts(), f.ConfigMaps(), f.Deployments(), f.Services()
 		d.synced = append(d.synced, sa.Informer().HasSynced, cm.Informer().HasSynced, dep.Informer().HasSynced, svc.Informer().HasSynced)
 		d.listers = append(d.listers,
 			kindLister{kind: "ServiceAccount",

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	listersnetworkingv1 "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
@@ -20,13 +18,14 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
 // ControllerOptions configure a Controller.
 type ControllerOptions struct {
 	// Client reads Ingresses, IngressClasses and Services. Required.
-	Client kubernetes.Interface
+	Client kclient.Kube
 	// Namespaces limits the watch of Ingresses and Services; empty is all.
 	Namespaces []string
 	// Queue carries events to handlers: the control plane's shared queue,
@@ -89,9 +88,9 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	// A Service matters only when a backend names one of its ports.
 	services := cache.FilteringResourceEventHandler{FilterFunc: c.namesPortOf, Handler: every}
 	for _, ns := range namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(ns))
+		f := kclient.NewKubeFactory(opts.Client, 0, ns, nil)
 		c.factories = append(c.factories, f)
-		ing, svc := f.Networking().V1().Ingresses(), f.Core().V1().Services()
+		ing, svc := f.Ingresses(), f.Services()
 		c.ingresses = append(c.ingresses, ing.Lister())
 		c.services[ns] = svc.Lister()
 		if err := c.Watch("Ingresses in "+generated.NamespaceName(ns), ing.Informer(), every); err != nil {
@@ -102,10 +101,10 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 		}
 	}
 	// IngressClasses are cluster-scoped.
-	cf := informers.NewSharedInformerFactory(opts.Client, 0)
+	cf := kclient.NewKubeFactory(opts.Client, 0, "", nil)
 	c.factories = append(c.factories, cf)
-	c.classes = cf.Networking().V1().IngressClasses().Lister()
-	if err := c.Watch("IngressClasses", cf.Networking().V1().IngressClasses().Informer(), every); err != nil {
+	c.classes = cf.IngressClasses().Lister()
+	if err := c.Watch("IngressClasses", cf.IngressClasses().Informer(), every); err != nil {
 		return nil, err
 	}
 	return c, nil

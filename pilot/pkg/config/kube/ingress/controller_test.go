@@ -21,6 +21,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	wschema "github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
 )
 
@@ -37,7 +38,7 @@ type seen struct {
 func startController(t *testing.T, client *fake.Clientset, namespaces ...string) (*Controller, chan seen) {
 	t.Helper()
 	q := queue.New(queue.Options{})
-	c, err := NewController(ControllerOptions{Client: client, Namespaces: namespaces, Queue: q})
+	c, err := NewController(ControllerOptions{Client: kclienttest.Kube(client), Namespaces: namespaces, Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,19 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/generated"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // SecretsOptions configure Secrets.
 type SecretsOptions struct {
 	// Client reads Secrets. Required.
-	Client kubernetes.Interface
+	Client kclient.Kube
 	// Namespaces limits the watch; empty is all.
 	Namespaces []string
 	// OnChange is called (from an informer goroutine) when a Secret holding
@@ -38,7 +37,7 @@ type SecretsOptions struct {
 // from a Secret informer's cache. Safe for concurrent use.
 type Secrets struct {
 	opts      SecretsOptions
-	factories []informers.SharedInformerFactory
+	factories []*kclient.KubeFactory
 	listers   map[string]listerscorev1.SecretLister // by namespace; "" for all
 	watches   generated.Watches
 }
@@ -68,9 +67,9 @@ func NewSecrets(opts SecretsOptions) (*Secrets, error) {
 	}
 	s.watches = generated.Watches{Name: "ingress", Log: opts.Logger.With("source", "secrets")}
 	for _, ns := range namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(ns))
+		f := kclient.NewKubeFactory(opts.Client, 0, ns, nil)
 		s.factories = append(s.factories, f)
-		inf := f.Core().V1().Secrets()
+		inf := f.Secrets()
 		s.listers[ns] = inf.Lister()
 		if err := s.watches.Register("Secrets in "+generated.NamespaceName(ns), inf.Informer(), h); err != nil {
 			return nil, err

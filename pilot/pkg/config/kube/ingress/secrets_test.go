@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 func tlsSecret(ns, name, cert string) *corev1.Secret {
@@ -23,7 +25,7 @@ func TestSecrets(t *testing.T) {
 	client := fake.NewClientset(tlsSecret("web", "shop", "cert-1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "token"}, Data: map[string][]byte{"token": []byte("t")}})
 	changes := make(chan string, 10)
-	s, err := NewSecrets(SecretsOptions{Client: client, Namespaces: []string{"web"}, OnChange: func(ns, name string) { changes <- ns + "/" + name }})
+	s, err := NewSecrets(SecretsOptions{Client: kclienttest.Kube(client), Namespaces: []string{"web"}, OnChange: func(ns, name string) { changes <- ns + "/" + name }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestSecretsCA(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	changes := make(chan string, 10)
-	s, err := NewSecrets(SecretsOptions{Client: client, OnChange: func(ns, name string) { changes <- ns + "/" + name }})
+	s, err := NewSecrets(SecretsOptions{Client: kclienttest.Kube(client), OnChange: func(ns, name string) { changes <- ns + "/" + name }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // Syncer is another kind of status the IstioWriter writes under its Lease,
@@ -29,7 +29,7 @@ type Syncer interface {
 
 // GatewayAPIOptions configure a GatewayAPIStatus.
 type GatewayAPIOptions struct {
-	Client gwclient.Interface
+	Client kclient.GatewayAPI
 	// Input reads the Gateway API objects now (gateway.Controller's
 	// StatusInput): the informer caches, with their current status.
 	Input func() (gateway.Input, error)

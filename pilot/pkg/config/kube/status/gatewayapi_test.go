@@ -14,6 +14,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 // gwapiEnv is a fake API server with a GatewayClass of ours, a Gateway of
@@ -45,7 +46,7 @@ func newGWAPIEnv(t *testing.T) *gwapiEnv {
 			Listeners: []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := status.NewGatewayAPI(status.GatewayAPIOptions{Client: e.client, Clock: e.clock, Input: e.input})
+	w, err := status.NewGatewayAPI(status.GatewayAPIOptions{Client: kclienttest.GatewayAPI(e.client), Clock: e.clock, Input: e.input})
 	if err != nil {
 		t.Fatal(err)
 	}

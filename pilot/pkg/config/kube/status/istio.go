@@ -11,34 +11,32 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	listersv1 "istio.io/client-go/pkg/listers/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // IstioOptions configure an IstioWriter.
 type IstioOptions struct {
 	// Kube holds the Lease; Istio reads the objects and writes their
 	// status subresource.
-	Kube  kubernetes.Interface
-	Istio istioclient.Interface
+	Kube  kclient.Kube
+	Istio kclient.Istio
 	// Namespaces limits the objects watched; empty is all.
 	Namespaces []string
 	// Factories, when set, are the informer factories the config source
 	// already runs (one per watched namespace): the writer reads the
 	// objects' current status from those informers instead of watching
 	// every Istio kind a second time. Namespaces is then unused.
-	Factories []istioinformers.SharedInformerFactory
+	Factories []*kclient.IstioFactory
 	// State returns what the server knows per object now
 	// (xds.DiscoveryServer.ObjectStatus).
 	State func() map[config.Key]*xds.ObjectState
@@ -97,7 +95,7 @@ func (o *IstioOptions) defaults() error {
 // this replica holds its Lease.
 type IstioWriter struct {
 	opts      IstioOptions
-	factories []istioinformers.SharedInformerFactory
+	factories []*kclient.IstioFactory
 	listers   []istioListers
 	regs      []cache.ResourceEventHandlerRegistration
 	kick      chan struct{}
@@ -141,15 +139,14 @@ func NewIstio(opts IstioOptions) (*IstioWriter, error) {
 	factories := opts.Factories
 	if len(factories) == 0 {
 		for _, ns := range namespaces {
-			factories = append(factories, istioinformers.NewSharedInformerFactoryWithOptions(opts.Istio, 0, istioinformers.WithNamespace(ns)))
+			factories = append(factories, kclient.NewIstioFactory(opts.Istio, 0, ns))
 		}
 	}
 	for _, f := range factories {
-		n := f.Networking().V1()
-		l := istioListers{gw: n.Gateways().Lister(), vs: n.VirtualServices().Lister(),
-			dr: n.DestinationRules().Lister(), se: n.ServiceEntries().Lister()}
-		for _, inf := range []cache.SharedIndexInformer{n.Gateways().Informer(), n.VirtualServices().Informer(),
-			n.DestinationRules().Informer(), n.ServiceEntries().Informer()} {
+		l := istioListers{gw: f.Gateways().Lister(), vs: f.VirtualServices().Lister(),
+			dr: f.DestinationRules().Lister(), se: f.ServiceEntries().Lister()}
+		for _, inf := range []cache.SharedIndexInformer{f.Gateways().Informer(), f.VirtualServices().Informer(),
+			f.DestinationRules().Informer(), f.ServiceEntries().Informer()} {
 			reg, err := inf.AddEventHandler(every)
 			if err != nil {
 				return nil, fmt.Errorf("istio status: %w", err)

@@ -14,8 +14,6 @@ import (
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientfeatures "k8s.io/client-go/features"
-	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 func condition(s *metav1alpha1.IstioStatus, typ string) *metav1alpha1.IstioCondition {
@@ -159,9 +158,6 @@ type istioEnv struct {
 
 func newIstioEnv(t *testing.T, qps float64, burst int, names ...string) *istioEnv {
 	t.Helper()
-	// Istio's generated informers predate the streaming-list (WatchList)
-	// handshake the fake clientset cannot do; the real API server can.
-	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	var objs []runtime.Object
 	for _, n := range names {
 		objs = append(objs, &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: n, Generation: 1}})
@@ -178,7 +174,7 @@ func newIstioEnv(t *testing.T, qps float64, burst int, names ...string) *istioEn
 		return false, nil, nil
 	})
 	w, err := NewIstio(IstioOptions{
-		Kube: fake.NewClientset(), Istio: e.client, LeaseNamespace: "wayfinder", Identity: "pod-a",
+		Kube: kclienttest.Kube(fake.NewClientset()), Istio: kclienttest.Istio(e.client), LeaseNamespace: "wayfinder", Identity: "pod-a",
 		State: func() map[config.Key]*xds.ObjectState {
 			e.mu.Lock()
 			defer e.mu.Unlock()

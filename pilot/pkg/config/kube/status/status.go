@@ -34,20 +34,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	listersnetworkingv1 "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
 // Options configure a Writer.
 type Options struct {
 	// Client writes Ingress status and the Lease.
-	Client kubernetes.Interface
+	Client kclient.Kube
 	// Namespaces limits the Ingresses watched (--watch-namespaces); empty
 	// is all. IngressClasses are cluster-scoped; only the gateway Service
 	// is watched in its namespace.
@@ -71,7 +70,7 @@ type Options struct {
 	// again; default 5s.
 	RetryDelay time.Duration
 	// Clock times retries and the wait for the first sync; default the
-	// real clock. (Leader election runs on client-go's own clock.)
+	// real clock. (Leader election runs on the real clock.)
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 }
@@ -108,7 +107,7 @@ func (o *Options) defaults() error {
 // Writer keeps the status of handled Ingresses up to date while it leads.
 type Writer struct {
 	opts      Options
-	factories []informers.SharedInformerFactory
+	factories []*kclient.KubeFactory
 	ingresses []listersnetworkingv1.IngressLister
 	classes   listersnetworkingv1.IngressClassLister
 	services  listerscorev1.ServiceLister
@@ -155,21 +154,21 @@ func New(opts Options) (*Writer, error) {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(ns))
-		inf := f.Networking().V1().Ingresses()
+		f := kclient.NewKubeFactory(opts.Client, 0, ns, nil)
+		inf := f.Ingresses()
 		w.factories, w.ingresses = append(w.factories, f), append(w.ingresses, inf.Lister())
 		if err := w.watch("Ingresses in namespace "+cmp.Or(ns, "(all)"), inf.Informer(), every); err != nil {
 			return nil, err
 		}
 	}
-	cf := informers.NewSharedInformerFactory(opts.Client, 0)
-	classes := cf.Networking().V1().IngressClasses()
+	cf := kclient.NewKubeFactory(opts.Client, 0, "", nil)
+	classes := cf.IngressClasses()
 	w.factories, w.classes = append(w.factories, cf), classes.Lister()
 	if err := w.watch("IngressClasses", classes.Informer(), every); err != nil {
 		return nil, err
 	}
-	sf := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(opts.ServiceNamespace))
-	svcs := sf.Core().V1().Services()
+	sf := kclient.NewKubeFactory(opts.Client, 0, opts.ServiceNamespace, nil)
+	svcs := sf.Services()
 	w.factories, w.services = append(w.factories, sf), svcs.Lister()
 	gateway := cache.FilteringResourceEventHandler{FilterFunc: w.isGatewayService, Handler: every}
 	if err := w.watch("Services in namespace "+opts.ServiceNamespace, svcs.Informer(), gateway); err != nil {

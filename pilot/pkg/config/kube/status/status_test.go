@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -87,10 +88,10 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 }
 
 func (e *env) writer(t *testing.T, identity string, opts Options) *Writer {
-	opts.Client = e.client
+	opts.Client = kclienttest.Kube(e.client)
 	opts.LeaseNamespace, opts.Identity = "wayfinder-system", identity
 	opts.Ingress = ingress.Options{IngressClass: "wayfinder"}
-	// Short real timings: leader election has no injectable clock.
+	// Short real timings: leader election runs on the real clock.
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 2*time.Second, time.Second, 20*time.Millisecond
 	w, err := New(opts)
 	if err != nil {
@@ -287,7 +288,7 @@ func TestAddresses(t *testing.T) {
 
 func TestNewRequiresIdentity(t *testing.T) {
 	e := newEnv(t)
-	if _, err := New(Options{Client: e.client}); err == nil {
+	if _, err := New(Options{Client: kclienttest.Kube(e.client)}); err == nil {
 		t.Error("missing lease namespace and identity accepted")
 	}
 	if _, err := New(Options{LeaseNamespace: "ns", Identity: "pod"}); err == nil {

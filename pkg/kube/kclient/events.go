@@ -1,0 +1,25 @@
+package kclient
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// EventSink writes a record.EventBroadcaster's Events through c, in each
+// Event's own namespace (record.EventSink).
+type EventSink struct{ C Kube }
+
+func (s EventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.C.CoreV1().Events(e.Namespace).Create(context.TODO(), e, metav1.CreateOptions{})
+}
+
+func (s EventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.C.CoreV1().Events(e.Namespace).Update(context.TODO(), e, metav1.UpdateOptions{})
+}
+
+func (s EventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.C.CoreV1().Events(e.Namespace).Patch(context.TODO(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+}
