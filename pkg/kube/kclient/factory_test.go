@@ -1,0 +1,64 @@
+package kclient_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
+)
+
+// TestFactoryStartsSharesAndStopsInformers: one informer per kind however
+// often it is asked for, a namespace and a label selector applied to lists
+// and watches, sync, an event after sync, and nothing left running after
+// Shutdown.
+func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	svc := func(ns, name string, lbl map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbl}}
+	}
+	cs := fake.NewClientset(svc("a", "web", map[string]string{"app": "web"}), svc("a", "db", nil), svc("b", "web", map[string]string{"app": "web"}))
+	f := kclient.NewKubeFactory(kclienttest.Kube(cs), 0, "a", func(o *metav1.ListOptions) { o.LabelSelector = "app=web" })
+	if f.Services().Informer() != f.Services().Informer() {
+		t.Fatal("two informers for one kind")
+	}
+	stop := make(chan struct{})
+	f.Start(stop)
+	synced := f.WaitForCacheSync(stop)
+	if len(synced) != 1 {
+		t.Fatalf("synced %v, want one kind", synced)
+	}
+	for typ, ok := range synced {
+		if !ok {
+			t.Fatalf("%v did not sync", typ)
+		}
+	}
+	got, err := f.Services().Lister().List(labels.Everything())
+	if err != nil || len(got) != 1 || got[0].Namespace != "a" || got[0].Name != "web" {
+		t.Fatalf("listed %v (%v), want a/web alone", got, err)
+	}
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Services("a").Create(ctx, svc("a", "api", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := f.Services().Lister().Services("a").Get("api"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a Service created after sync never reached the cache")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.Shutdown()
+	close(stop)
+	f.Start(stop) // after Shutdown: nothing starts
+}
