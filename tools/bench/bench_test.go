@@ -70,9 +70,9 @@ func sampleResults() []result {
 }
 
 func TestMarkdownRatiosAndTargets(t *testing.T) {
-	md := markdown(machine{Date: "2026-01-01 00:00 UTC", CPUs: 2, MemoryGB: 23.5, Go: "go1.26", Note: "shared"}, sampleResults())
+	md := markdown(machine{Date: "2026-01-01 00:00 UTC", CPUs: 2, MemoryGB: 23.5, Go: "go1.26", Load: "0.50 0.40 0.30", Note: "shared"}, sampleResults())
 	for _, want := range []string{
-		"on 2 CPUs", "23.5 GB", "Note: shared.",
+		"on 2 CPUs", "23.5 GB", "Load average at the start (1, 5, 15 min): 0.50 0.40 0.30.", "Note: shared.",
 		"| 1000 x 500 | pilot | 1.25 / 2.50 / 2.50 | 400 / 800 / 800 | 300 | 3.00 |",
 		// 2500/2000 cold, 800/600 update, 3/1.25 CPU: all within the targets.
 		"| 1000 x 500 | pilot | floor | 1.25x | 1.33x | 2.40x | 300 MB | met |",

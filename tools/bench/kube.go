@@ -327,6 +327,6 @@ func logKubeResult(r kubeResult) {
 }
 
 func writeKubeResults(o options, ko kubeOptions, started time.Time, results []kubeResult) error {
-	m := machineInfo(o.note, o.commit, started)
+	m := machineInfo(o.note, o.commit, o.load, started)
 	return writeReport(o.out, "kube-results", m, results, kubeMarkdown(m, ko, o.pilotArgs, results))
 }

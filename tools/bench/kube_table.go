@@ -29,6 +29,9 @@ func kubeMarkdown(m machine, ko kubeOptions, pilotArgs []string, results []kubeR
 		fmt.Fprintf(&b, ", commit %s", m.Commit)
 	}
 	b.WriteString(".\n")
+	if m.Load != "" {
+		fmt.Fprintf(&b, "Load average at the start (1, 5, 15 min): %s.\n", m.Load)
+	}
 	if m.Note != "" {
 		fmt.Fprintf(&b, "Conditions: %s.\n", strings.TrimSuffix(m.Note, "."))
 	}

@@ -93,9 +93,9 @@ func TestKubeBenchTiny(t *testing.T) {
 		t.Errorf("RSS samples: warm-up %gs, %d bytes then, max %d, end %d", ch.WarmSeconds, ch.RSSWarmBytes, ch.RSSMaxBytes, ch.RSSEndBytes)
 	}
 
-	md := kubeMarkdown(machineInfo("test", "abc1234", time.Now()), ko, nil, []kubeResult{r})
+	md := kubeMarkdown(machineInfo("test", "abc1234", "1.00 0.50 0.25", time.Now()), ko, nil, []kubeResult{r})
 	t.Log(md)
-	for _, want := range []string{"| 10 x 3 | pilot | 41 in", "## Endpoint churn", "| 10 x 3 | 10/s | ", "commit abc1234", "RSS start -> warm -> end", "RSS is also read every second: the middle figure is 500ms into the phase"} {
+	for _, want := range []string{"| 10 x 3 | pilot | 41 in", "## Endpoint churn", "| 10 x 3 | 10/s | ", "commit abc1234", "Load average at the start (1, 5, 15 min): 1.00 0.50 0.25.", "RSS start -> warm -> end", "RSS is also read every second: the middle figure is 500ms into the phase"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}

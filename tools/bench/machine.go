@@ -20,7 +20,24 @@ type machine struct {
 	CPUModel string  `json:"cpu_model,omitempty"`
 	Go       string  `json:"go"`
 	Commit   string  `json:"commit,omitempty"`
-	Note     string  `json:"note,omitempty"`
+	// Load is the 1, 5 and 15 minute load averages when the bench started:
+	// whether something else was using the machine.
+	Load string `json:"load,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// loadAverage is /proc/loadavg's three load averages, "" where there is
+// none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // sourceCommit is the checkout's commit, marked when the tree has
@@ -39,8 +56,8 @@ func sourceCommit() string {
 	return c
 }
 
-func machineInfo(note, commit string, started time.Time) machine {
-	m := machine{Date: started.Format("2006-01-02 15:04 MST"), CPUs: runtime.NumCPU(), Go: runtime.Version(), Note: note, Commit: commit}
+func machineInfo(note, commit, load string, started time.Time) machine {
+	m := machine{Date: started.Format("2006-01-02 15:04 MST"), CPUs: runtime.NumCPU(), Go: runtime.Version(), Note: note, Commit: commit, Load: load}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.MemoryGB = memTotalGB(string(b))
 	}

@@ -36,7 +36,9 @@ import (
 // options are the bench's flags.
 type options struct {
 	// commit is the checkout's commit when the bench started.
-	commit    string
+	commit string
+	// load is the machine's load average when the bench started.
+	load      string
 	out       string
 	cases     []benchCase
 	pilot     string
@@ -93,9 +95,10 @@ func run() error {
 	chartOnly := flag.Bool("chart-only", false, "run nothing: draw OUT/results.png from OUT/results.json")
 	kube := registerKubeFlags(flag.CommandLine)
 	cpuProfile := flag.String("cpu-profile", "", "write the bench process's own CPU profile here (the load tool's cost, and in Kubernetes mode the workload writer's)")
-	flag.StringVar(&o.note, "note", "2 cores shared with other processes (other helpers' builds and tests may run at the same time)", "note printed with the table")
+	flag.StringVar(&o.note, "note", "", "note printed with the table (what else ran on the machine, say)")
 	flag.Parse()
 	o.commit = sourceCommit()
+	o.load = loadAverage()
 	if flag.NArg() > 0 {
 		return errors.New("unexpected arguments; see -h")
 	}
@@ -368,7 +371,7 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 }
 
 func writeResults(o options, started time.Time, results []result) error {
-	m := machineInfo(o.note, o.commit, started)
+	m := machineInfo(o.note, o.commit, o.load, started)
 	if err := writeReport(o.out, "results", m, results, markdown(m, results)+cpuSection(results)); err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ func markdown(m machine, results []result) string {
 		fmt.Fprintf(&b, ", commit %s", m.Commit)
 	}
 	b.WriteString(".\n")
+	if m.Load != "" {
+		fmt.Fprintf(&b, "Load average at the start (1, 5, 15 min): %s.\n", m.Load)
+	}
 	if m.Note != "" {
 		fmt.Fprintf(&b, "Note: %s.\n", m.Note)
 	}
