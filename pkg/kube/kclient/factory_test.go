@@ -17,14 +17,16 @@ import (
 
 // TestFactoryStartsSharesAndStopsInformers: one informer per kind however
 // often it is asked for, a namespace and a label selector applied to lists
-// and watches, sync, an event after sync, and nothing left running after
-// Shutdown.
+// and watches, sync, managedFields left out of the cache, an event after
+// sync, and nothing left running after Shutdown.
 func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	svc := func(ns, name string, lbl map[string]string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbl}}
 	}
-	cs := fake.NewClientset(svc("a", "web", map[string]string{"app": "web"}), svc("a", "db", nil), svc("b", "web", map[string]string{"app": "web"}))
+	web := svc("a", "web", map[string]string{"app": "web"})
+	web.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	cs := fake.NewClientset(web, svc("a", "db", nil), svc("b", "web", map[string]string{"app": "web"}))
 	f := kclient.NewKubeFactory(kclienttest.Kube(cs), 0, "a", func(o *metav1.ListOptions) { o.LabelSelector = "app=web" })
 	if f.Services().Informer() != f.Services().Informer() {
 		t.Fatal("two informers for one kind")
@@ -43,6 +45,9 @@ func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
 	got, err := f.Services().Lister().List(labels.Everything())
 	if err != nil || len(got) != 1 || got[0].Namespace != "a" || got[0].Name != "web" {
 		t.Fatalf("listed %v (%v), want a/web alone", got, err)
+	}
+	if got[0].ManagedFields != nil {
+		t.Errorf("the cache keeps managedFields: %v", got[0].ManagedFields)
 	}
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Services("a").Create(ctx, svc("a", "api", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {

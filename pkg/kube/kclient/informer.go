@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -40,7 +41,13 @@ func NewInformer[L runtime.Object](r ListWatcher[L], example runtime.Object, res
 			return r.Watch(ctx, o)
 		},
 	}
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), example, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), example, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// Nothing reads an object's managedFields from a cache, and they are
+	// a good part of a small object (a field set per writer); a status
+	// update without them leaves the server's as they are. Callers may set
+	// another transform before the informer starts.
+	_ = inf.SetTransform(stripManagedFields)
+	return inf
 }
 
 // Factory holds informers of one namespace ("" for all) with one resync
@@ -144,4 +151,14 @@ func (f *Factory) Shutdown() {
 		c()
 	}
 	f.wg.Wait()
+}
+
+// stripManagedFields drops an object's managedFields. Transforms run on
+// objects just decoded, before they reach the cache, so changing them is
+// safe.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
