@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -99,25 +100,20 @@ func (f *Factory) Start(stop <-chan struct{}) {
 	if f.shutdown {
 		return
 	}
+	var ctx context.Context
 	for t, inf := range f.informers {
 		if f.started[t] {
 			continue
 		}
+		if ctx == nil {
+			// One context for the informers this call starts: done when
+			// stop is closed or on Shutdown.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(wait.ContextForChannel(stop))
+			f.cancel = append(f.cancel, cancel)
+		}
 		f.started[t] = true
-		ctx, cancel := context.WithCancel(context.Background())
-		f.cancel = append(f.cancel, cancel)
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			go func() {
-				select {
-				case <-stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			inf.RunWithContext(ctx)
-		}()
+		f.wg.Go(func() { inf.RunWithContext(ctx) })
 	}
 }
 
