@@ -23,8 +23,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// Clients are the three APIs over one HTTP client and one rate limiter,
-// as client-go's clientsets share theirs between groups.
+// Clients are the three APIs over one HTTP client. Each API has a rate
+// limiter of its own, as each of client-go's clientsets (Kubernetes',
+// Istio's, the Gateway API's) had one shared by its groups.
 type Clients struct {
 	Kube       Kube
 	Istio      Istio
@@ -38,28 +39,26 @@ func New(cfg *rest.Config) (*Clients, error) {
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	if c.RateLimiter == nil && c.QPS > 0 {
-		if c.Burst <= 0 {
-			return nil, fmt.Errorf("kubernetes client: burst must be positive when QPS is set")
-		}
-		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)
+	if c.RateLimiter == nil && c.QPS > 0 && c.Burst <= 0 {
+		return nil, fmt.Errorf("kubernetes client: burst must be positive when QPS is set")
 	}
 	hc, err := rest.HTTPClientFor(&c)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	b := builder{cfg: &c, hc: hc}
+	kubeRL, istioRL, gwRL := b.limiter(), b.limiter(), b.limiter()
 	k := &kube{
-		core:   b.group("/api", corev1.SchemeGroupVersion),
-		disc:   b.group("/apis", discoveryv1.SchemeGroupVersion),
-		net:    b.group("/apis", networkingv1.SchemeGroupVersion),
-		apps:   b.group("/apis", appsv1.SchemeGroupVersion),
-		coord:  b.group("/apis", coordinationv1.SchemeGroupVersion),
-		authn:  b.group("/apis", authenticationv1.SchemeGroupVersion),
-		authz:  b.group("/apis", authorizationv1.SchemeGroupVersion),
-		istio:  b.group("/apis", istionetworkingv1.SchemeGroupVersion),
-		gw:     b.group("/apis", gatewayv1.SchemeGroupVersion),
-		legacy: b.group("/apis", schema.GroupVersion{}),
+		core:   b.group("/api", corev1.SchemeGroupVersion, kubeRL),
+		disc:   b.group("/apis", discoveryv1.SchemeGroupVersion, kubeRL),
+		net:    b.group("/apis", networkingv1.SchemeGroupVersion, kubeRL),
+		apps:   b.group("/apis", appsv1.SchemeGroupVersion, kubeRL),
+		coord:  b.group("/apis", coordinationv1.SchemeGroupVersion, kubeRL),
+		authn:  b.group("/apis", authenticationv1.SchemeGroupVersion, kubeRL),
+		authz:  b.group("/apis", authorizationv1.SchemeGroupVersion, kubeRL),
+		legacy: b.group("/apis", schema.GroupVersion{}, kubeRL),
+		istio:  b.group("/apis", istionetworkingv1.SchemeGroupVersion, istioRL),
+		gw:     b.group("/apis", gatewayv1.SchemeGroupVersion, gwRL),
 	}
 	if b.err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", b.err)
@@ -73,10 +72,20 @@ type builder struct {
 	err error
 }
 
-// group is the REST client of one group version.
-func (b *builder) group(apiPath string, gv schema.GroupVersion) rest.Interface {
+// limiter is a token bucket for the config's QPS and burst, or the
+// config's own limiter when it has one (nil: client-go's default).
+func (b *builder) limiter() flowcontrol.RateLimiter {
+	if b.cfg.RateLimiter != nil || b.cfg.QPS <= 0 {
+		return b.cfg.RateLimiter
+	}
+	return flowcontrol.NewTokenBucketRateLimiter(b.cfg.QPS, b.cfg.Burst)
+}
+
+// group is the REST client of one group version, limited by rl.
+func (b *builder) group(apiPath string, gv schema.GroupVersion, rl flowcontrol.RateLimiter) rest.Interface {
 	c := *b.cfg
 	c.APIPath = apiPath
+	c.RateLimiter = rl
 	if gv.Version != "" {
 		c.GroupVersion = &gv
 	}
