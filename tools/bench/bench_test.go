@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"image/png"
 	"os"
@@ -224,5 +225,39 @@ func TestChurnTargets(t *testing.T) {
 	other.Case = benchCase{Services: 10, Gateways: 3}
 	if got := churnTargets([]kubeResult{other}); !strings.Contains(got, "not measured in this run") {
 		t.Errorf("another case was checked against the targets:\n%s", got)
+	}
+}
+
+// The ready endpoint may answer before the log line with the same news has
+// come through the pipe; wait must return once the line arrives, however
+// it is split across writes, and name the line when it never does.
+func TestLogWatchWaitsForALineWrittenLater(t *testing.T) {
+	w := newLogWatch("first push")
+	done := make(chan error, 1)
+	go func() { done <- w.wait(context.Background(), "first push") }()
+	time.Sleep(20 * time.Millisecond)
+	if _, err := w.Write([]byte(`{"msg":"first `)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("wait returned %v before the line was complete", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if _, err := w.Write([]byte("push\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if w.at("first push") <= 0 {
+		t.Errorf("at = %v, want the time the line was seen", w.at("first push"))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := newLogWatch("never").wait(ctx, "never")
+	if err == nil || !strings.Contains(err.Error(), `"never"`) {
+		t.Errorf("wait for a line never written = %v, want an error naming it", err)
 	}
 }

@@ -190,6 +190,12 @@ func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins harness.Bi
 		res.Error = err.Error()
 		return res
 	}
+	// Ready can answer before the log line carrying the same news has
+	// come through the pipe; wait for the line, not for a guess.
+	if err := w.wait(rctx, firstPush); err != nil {
+		res.Error = fmt.Sprintf("%v (see %s)", err, logPath)
+		return res
+	}
 	res.SyncSeconds = max(w.at(servicesSynced), w.at(configSynced)).Seconds()
 	res.FirstPushSeconds = w.at(firstPush).Seconds()
 
@@ -255,10 +261,12 @@ type logWatch struct {
 	mu    sync.Mutex
 	buf   []byte
 	seen  map[string]time.Duration
+	// changed is closed and replaced whenever a wanted message is first seen.
+	changed chan struct{}
 }
 
 func newLogWatch(msgs ...string) *logWatch {
-	return &logWatch{start: time.Now(), want: msgs, seen: map[string]time.Duration{}}
+	return &logWatch{start: time.Now(), want: msgs, seen: map[string]time.Duration{}, changed: make(chan struct{})}
 }
 
 func (w *logWatch) Write(b []byte) (int, error) {
@@ -276,6 +284,8 @@ func (w *logWatch) Write(b []byte) (int, error) {
 		for _, m := range w.want {
 			if _, ok := w.seen[m]; !ok && strings.Contains(line, `"msg":"`+m+`"`) {
 				w.seen[m] = now
+				close(w.changed)
+				w.changed = make(chan struct{})
 			}
 		}
 	}
@@ -283,6 +293,25 @@ func (w *logWatch) Write(b []byte) (int, error) {
 		w.buf = w.buf[:0]
 	}
 	return len(b), nil
+}
+
+// wait returns once msg has been logged, or with an error naming it when
+// ctx ends first.
+func (w *logWatch) wait(ctx context.Context, msg string) error {
+	for {
+		w.mu.Lock()
+		_, ok := w.seen[msg]
+		ch := w.changed
+		w.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("log line %q not seen: %w", msg, ctx.Err())
+		}
+	}
 }
 
 // at is when msg was logged, 0 if it was not.
