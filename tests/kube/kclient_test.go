@@ -32,8 +32,10 @@ func TestKClientAgainstTheAPIServer(t *testing.T) {
 	defer cancel()
 
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"app": "web"},
+			// As kubectl apply leaves it: a copy of the object it applied.
+			Annotations: map[string]string{kclient.LastAppliedAnnotation: `{"apiVersion":"v1","kind":"Service"}`, "owner": "team-a"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
 	if _, err := cs.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Service: %v", err)
@@ -61,6 +63,13 @@ func TestKClientAgainstTheAPIServer(t *testing.T) {
 	listed, err := inf.Lister().Services(ns).List(labels.Everything())
 	if err != nil || len(listed) != 1 || listed[0].Name != "web" {
 		t.Fatalf("lister with selector app=web: %v, %d services", err, len(listed))
+	}
+	// The server keeps kubectl's copy; the cache does not.
+	if got.Annotations[kclient.LastAppliedAnnotation] == "" {
+		t.Fatalf("the API server dropped the last-applied annotation: %v", got.Annotations)
+	}
+	if a := listed[0].Annotations; len(a) != 1 || a["owner"] != "team-a" || listed[0].ManagedFields != nil {
+		t.Errorf("cached Service has annotations %v and %d managedFields entries, want owner alone and none", a, len(listed[0].ManagedFields))
 	}
 
 	vs := &istionetworkingv1.VirtualService{

@@ -2,6 +2,7 @@ package kclient_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 
 // TestFactoryStartsSharesAndStopsInformers: one informer per kind however
 // often it is asked for, a namespace and a label selector applied to lists
-// and watches, sync, managedFields left out of the cache, an event after
+// and watches, sync, managedFields and kubectl's last-applied copy left out
+// of the cache (other annotations kept), an event after
 // sync, and nothing left running after Shutdown.
 func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -26,6 +28,7 @@ func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
 	}
 	web := svc("a", "web", map[string]string{"app": "web"})
 	web.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	web.Annotations = map[string]string{kclient.LastAppliedAnnotation: `{"kind":"Service"}`, "networking.istio.io/exportTo": "."}
 	cs := fake.NewClientset(web, svc("a", "db", nil), svc("b", "web", map[string]string{"app": "web"}))
 	f := kclient.NewKubeFactory(kclienttest.Kube(cs), 0, "a", func(o *metav1.ListOptions) { o.LabelSelector = "app=web" })
 	if f.Services().Informer() != f.Services().Informer() {
@@ -48,6 +51,9 @@ func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
 	}
 	if got[0].ManagedFields != nil {
 		t.Errorf("the cache keeps managedFields: %v", got[0].ManagedFields)
+	}
+	if want := map[string]string{"networking.istio.io/exportTo": "."}; !maps.Equal(got[0].Annotations, want) {
+		t.Errorf("cached annotations %v, want %v (kubectl's last-applied copy dropped, the rest kept)", got[0].Annotations, want)
 	}
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Services("a").Create(ctx, svc("a", "api", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {

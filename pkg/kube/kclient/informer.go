@@ -43,11 +43,13 @@ func NewInformer[L runtime.Object](r ListWatcher[L], example runtime.Object, res
 		},
 	}
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), example, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	// Nothing reads an object's managedFields from a cache, and they are
-	// a good part of a small object (a field set per writer); a status
-	// update without them leaves the server's as they are. Callers may set
-	// another transform before the informer starts.
-	_ = inf.SetTransform(stripManagedFields)
+	// Nothing reads an object's managedFields or kubectl's copy of what
+	// it last applied from a cache, and they are a good part of a small
+	// object (a field set per writer; the whole object again, for a Secret
+	// its data too). A status update without them leaves the server's as
+	// they are. Callers may set another transform before the informer
+	// starts.
+	_ = inf.SetTransform(stripUnusedFields)
 	return inf
 }
 
@@ -149,12 +151,28 @@ func (f *Factory) Shutdown() {
 	f.wg.Wait()
 }
 
-// stripManagedFields drops an object's managedFields. Transforms run on
-// objects just decoded, before they reach the cache, so changing them is
-// safe.
-func stripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+// LastAppliedAnnotation is where kubectl apply (client side) keeps a copy
+// of the object it last applied.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// stripUnusedFields drops an object's managedFields and its
+// LastAppliedAnnotation. Transforms run on objects just decoded, before
+// they reach the cache, so changing them is safe.
+func stripUnusedFields(obj any) (any, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	if m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
+	}
+	if a := m.GetAnnotations(); a != nil {
+		if _, ok := a[LastAppliedAnnotation]; ok {
+			delete(a, LastAppliedAnnotation)
+			if len(a) == 0 {
+				m.SetAnnotations(nil)
+			}
+		}
 	}
 	return obj, nil
 }
