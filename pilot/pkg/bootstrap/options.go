@@ -71,6 +71,9 @@ type Options struct {
 	// EndpointDebounce merges endpoint-only changes on their own
 	// (xds.Options.EndpointDebounce); zero values take its defaults.
 	EndpointDebounce debounce.Options
+	// WarmGateways translates each Gateway selector's configuration before
+	// the server reports ready (xds.Options.WarmGateways).
+	WarmGateways bool
 	// Limits bound what clients can cost (gRPC and per ADS stream).
 	Limits Limits
 	// DrainDuration is how long a clean shutdown (SIGTERM) takes to close

@@ -59,6 +59,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		Registry:         registry,
 		Replica:          opts.PodName,
 		Limits:           opts.Limits.XDS,
+		WarmGateways:     opts.WarmGateways,
 	}
 	var (
 		store model.ConfigStoreController

@@ -72,7 +72,7 @@ func newMetrics(reg *prometheus.Registry, currentErrors func() (source, translat
 		}),
 		translations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wayfinder_translations_total",
-			Help: "Translator runs: what=services (once per full push), endpoints (once per endpoints-only push), gateway (once per gateway group) or proxyless (once per push with proxyless clients).",
+			Help: "Translator runs: what=services (once per full push), endpoints (once per endpoints-only push), gateway (once per gateway group), gateway-warm (a full push with no proxy connected translating each Gateway selector's configuration ahead of its proxies) or proxyless (once per push with proxyless clients).",
 		}, []string{"what"}),
 		marshals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wayfinder_xds_marshal_total",

@@ -129,6 +129,9 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		}
 	}
 	s.mu.Unlock()
+	if s.warm && len(proxies) == 0 && !st.endpointsOnly {
+		s.warmGateways(st)
+	}
 	slices.SortFunc(proxies, func(a, b *proxyState) int { return cmp.Compare(a.proxy.ID, b.proxy.ID) })
 	assigned := make(map[*proxyState]*group, len(proxies))
 	for _, p := range proxies {

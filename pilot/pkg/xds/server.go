@@ -76,6 +76,10 @@ type Options struct {
 	// GatewayAPIStatus, when set, is the status the Gateway API source's
 	// last conversion computed, shown by /debug/configz.
 	GatewayAPIStatus func() gwapi.Status
+	// WarmGateways translates each Gateway selector's configuration when a
+	// full push finds no proxy connected, as on start before ready, so the
+	// first gateways to connect do not wait for it (see warm.go).
+	WarmGateways bool
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -87,6 +91,7 @@ type DiscoveryServer struct {
 	errors     model.ConfigErrorReporter
 	replica    string
 	gen        Generator
+	warm       bool // Options.WarmGateways
 	authz      model.SecretAuthorizer
 	grants     model.GatewaySecretGrants
 	log        *slog.Logger
@@ -170,6 +175,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		errors:           opts.Errors,
 		replica:          opts.Replica,
 		gen:              opts.Generator,
+		warm:             opts.WarmGateways,
 		authz:            opts.SecretAuthorizer,
 		grants:           opts.GatewaySecretGrants,
 		log:              opts.Logger,

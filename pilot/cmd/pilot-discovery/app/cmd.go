@@ -98,6 +98,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	eds := xds.DefaultEndpointDebounce()
 	f.DurationVar(&opts.EndpointDebounce.QuietPeriod, "eds-debounce-after", eds.QuietPeriod, "quiet period after an endpoint-only change (EndpointSlices) before pushing it")
 	f.DurationVar(&opts.EndpointDebounce.MaxDelay, "eds-debounce-max", eds.MaxDelay, "longest an endpoint-only change waits for its quiet period: under steady endpoint churn, how often endpoints are pushed")
+	f.BoolVar(&opts.WarmGateways, "warm-gateways", true, "before reporting ready (and whenever a full push finds no gateway connected), translate the configuration each Gateway's selector picks out, so the first gateways to connect find it done; false: translate on their connection")
 	f.DurationVar(&opts.DrainDuration, "drain-duration", 20*time.Second, "on SIGTERM, refuse new ADS streams and close the open ones spread evenly over this, so that gateways reconnect to other replicas gradually; fits terminationGracePeriodSeconds with --shutdown-grace")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close after the drain")
 	addLimitFlags(cmd, &opts.Limits)

@@ -1,0 +1,72 @@
+package xds
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// maxWarmGroups bounds the gateway configurations a push with no proxy
+// translates ahead of their proxies (see warmGateways).
+const maxWarmGroups = 16
+
+// warmGateways translates, ahead of any proxy, the gateway configuration
+// each Gateway's selector picks out, when a full push finds no proxy
+// connected: on a replica's start, before it reports ready (in Kubernetes
+// no gateway is sent to it until then), and while it has no gateway at
+// all. The first gateway of that configuration to connect then finds its
+// routes translated and their bytes encoded (the route cache and the
+// interner hold them for the push), instead of waiting for a whole
+// translation under the push lock with every other gateway behind it.
+//
+// Nothing from the warm-up is sent or reported: no group is made (a
+// proxy's group depends on who it proves to be, which only its
+// connection tells), its problems are found again by the proxy's own
+// translation, and it runs without an identity, so it is handed no key
+// material. A panic is logged and ends the warm-up; the proxy's own
+// translation reports it as it would have. The caller holds pushMu.
+func (s *DiscoveryServer) warmGateways(st *pushState) {
+	seen := map[string]bool{}
+	for _, gw := range st.push.Gateways() {
+		if len(seen) == maxWarmGroups {
+			return
+		}
+		gws := st.push.GatewaysForProxy(warmProxy(gw))
+		key := model.GatewayGroupKey(gws)
+		if len(gws) == 0 || seen[key] {
+			continue
+		}
+		seen[key] = true
+		if err := s.warmGateway(st, key, gws); err != nil {
+			s.log.Error("gateway warm-up stopped; proxies are translated as they connect", "gateways", key, "err", err)
+			return
+		}
+	}
+}
+
+// warmProxy is the proxy a Gateway's selector describes: exactly the
+// selector's labels, in the Gateway's namespace.
+func warmProxy(gw config.Config) *model.Proxy {
+	labels := map[string]string{}
+	if sel, ok := gw.Spec.(interface{ GetSelector() map[string]string }); ok {
+		for k, v := range sel.GetSelector() {
+			labels[k] = v
+		}
+	}
+	return &model.Proxy{Type: model.Router, Namespace: gw.Namespace, Labels: labels}
+}
+
+func (s *DiscoveryServer) warmGateway(st *pushState, key string, gws []config.Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("translation panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	s.metrics.translations.WithLabelValues("gateway-warm").Inc()
+	res := s.gen.BuildGateway(st.push, gws, model.SecretScope{Authorizer: s.authz, Grants: s.grants})
+	res.Secrets, res.UpstreamSecrets = nil, nil
+	gatewayResources(s.intern, "warm/"+key, res)
+	return nil
+}
