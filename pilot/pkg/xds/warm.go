@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -29,11 +31,20 @@ const maxWarmGroups = 16
 // translation reports it as it would have. The caller holds pushMu.
 func (s *DiscoveryServer) warmGateways(st *pushState) {
 	seen := map[string]bool{}
+	proxies := map[string]bool{}
 	for _, gw := range st.push.Gateways() {
 		if len(seen) == maxWarmGroups {
 			return
 		}
-		gws := st.push.GatewaysForProxy(warmProxy(gw))
+		p := warmProxy(gw)
+		// Gateways of one namespace with one selector describe the same
+		// proxy: match it against every Gateway once.
+		id := p.Namespace + "/" + labels.SelectorFromSet(p.Labels).String()
+		if proxies[id] {
+			continue
+		}
+		proxies[id] = true
+		gws := st.push.GatewaysForProxy(p)
 		key := model.GatewayGroupKey(gws)
 		if len(gws) == 0 || seen[key] {
 			continue

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -124,6 +125,27 @@ func TestWarmUpLetsTheFirstProxyReuseRoutes(t *testing.T) {
 			if !bytes.Equal(w.items[i].any.GetValue(), c.items[i].any.GetValue()) {
 				t.Errorf("%s differs after a warm-up", w.items[i].name)
 			}
+		}
+	}
+}
+
+// Gateways sharing a selector are warmed once, and a push warms at most
+// maxWarmGroups gateway configurations however many selectors there are.
+func TestWarmUpIsBounded(t *testing.T) {
+	var cfgs []config.Config
+	for i := range maxWarmGroups + 4 {
+		sel := map[string]string{"app": "gw-" + strconv.Itoa(i)}
+		cfgs = append(cfgs, gateway("istio-system", "gw-"+strconv.Itoa(i), sel, 80, "*"),
+			gateway("istio-system", "gw-"+strconv.Itoa(i)+"-b", sel, 81, "*"))
+	}
+	h := newHarnessWith(t, newTestStore(cfgs...), warmOn)
+	h.syncAndWait()
+	if n := h.metric("wayfinder_translations_total", "what", "gateway-warm"); n != maxWarmGroups {
+		t.Errorf("gateway-warm translations = %v, want %d", n, maxWarmGroups)
+	}
+	for _, key := range h.gen.translatedGroups() {
+		if n := len(slices.DeleteFunc(h.gen.translatedGroups(), func(k string) bool { return k != key })); n != 1 {
+			t.Errorf("gateway set %s warmed %d times, want once", key, n)
 		}
 	}
 }
