@@ -75,11 +75,12 @@ func TestMarkdownRatiosAndTargets(t *testing.T) {
 	for _, want := range []string{
 		"on 2 CPUs", "23.5 GB", "Load average at the start (1, 5, 15 min): 0.50 0.40 0.30.", "Note: shared.",
 		"| 1000 x 500 | pilot | 1.25 / 2.50 / 2.50 | 400 / 800 / 800 | 300 | 3.00 |",
-		// 2500/2000 cold, 800/600 update, 3/1.25 CPU: all within the targets.
-		"| 1000 x 500 | pilot | floor | 1.25x | 1.33x | 2.40x | 300 MB | met |",
-		// Delta against the delta floor: 3000/2500, 800/800, 4/2.
-		"| 1000 x 500 | pilot-delta | floor-delta | 1.20x | 1.00x | 2.00x | 350 MB | met |",
-		"| 100 x 100 | pilot | - | - | - | - | 60 MB | missed: update p99 200.00 ms > 150 ms |",
+		// 2500/2000 cold, 800/600 update, 3/1.25 CPU: within issue 6's
+		// targets; all four over issue 14's (RSS 300/100).
+		"| 1000 x 500 | pilot | floor | 1.25x | 1.33x | 2.40x | 300 MB | 3.00x | met | missed: cold 1.25x > 1.1x, update 1.33x > 1.1x, CPU 2.40x > 1.5x, RSS 3.00x > 1.5x |",
+		// Delta against the delta floor: 3000/2500, 800/800, 4/2, 350/100.
+		"| 1000 x 500 | pilot-delta | floor-delta | 1.20x | 1.00x | 2.00x | 350 MB | 3.50x | met | missed: cold 1.20x > 1.1x, CPU 2.00x > 1.5x, RSS 3.50x > 1.5x |",
+		"| 100 x 100 | pilot | - | - | - | - | 60 MB | - | missed: update p99 200.00 ms > 150 ms | - |",
 		"| 5000 x 500 | pilot | - | - | - | - | 0.00 | - | - | - | timed out |",
 	} {
 		if !strings.Contains(md, want) {
@@ -91,7 +92,8 @@ func TestMarkdownRatiosAndTargets(t *testing.T) {
 func TestVerdictMisses(t *testing.T) {
 	r := sampleResults()[0]
 	r.PeakRSSBytes = 500 << 20
-	got := verdict(r, 1.6, 1.0, 3.5)
+	q := ratios{cold: 1.6, update: 1.0, cpu: 3.5, rss: 1.4}
+	got := verdict(targets, r, q)
 	for _, want := range []string{"cold 1.60x > 1.5x", "CPU 3.50x > 3x", "RSS 500.00 MB > 400 MB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("verdict %q lacks %q", got, want)
@@ -99,6 +101,15 @@ func TestVerdictMisses(t *testing.T) {
 	}
 	if strings.Contains(got, "update") {
 		t.Errorf("verdict %q flags the update, which is within target", got)
+	}
+	// Issue 14's: a peak RSS of 1.4x the floor's is within 1.5x, and so
+	// is the update at 1.0x; cold and CPU are not.
+	got = verdict(targets14, r, q)
+	if want := "missed: cold 1.60x > 1.1x, CPU 3.50x > 1.5x"; got != want {
+		t.Errorf("issue 14 verdict %q, want %q", got, want)
+	}
+	if got := verdict(targets14, r, ratios{cold: 1.05, update: 1.1, cpu: 1.5, rss: 1.2}); got != "met" {
+		t.Errorf("issue 14 verdict at the limits = %q, want met", got)
 	}
 }
 
