@@ -2,8 +2,10 @@ package xds
 
 import (
 	"fmt"
+	"maps"
 	"runtime/debug"
 
+	networking "istio.io/api/networking/v1alpha3"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -60,13 +62,8 @@ func (s *DiscoveryServer) warmGateways(st *pushState) {
 // warmProxy is the proxy a Gateway's selector describes: exactly the
 // selector's labels, in the Gateway's namespace.
 func warmProxy(gw config.Config) *model.Proxy {
-	labels := map[string]string{}
-	if sel, ok := gw.Spec.(interface{ GetSelector() map[string]string }); ok {
-		for k, v := range sel.GetSelector() {
-			labels[k] = v
-		}
-	}
-	return &model.Proxy{Type: model.Router, Namespace: gw.Namespace, Labels: labels}
+	sel := gw.Spec.(*networking.Gateway).GetSelector()
+	return &model.Proxy{Type: model.Router, Namespace: gw.Namespace, Labels: maps.Clone(sel)}
 }
 
 func (s *DiscoveryServer) warmGateway(st *pushState, key string, gws []config.Config) (err error) {
