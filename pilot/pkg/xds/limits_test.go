@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -43,6 +44,7 @@ func bigConfig(n int, extraHost string) []config.Config {
 // it block once a response or two are on their way.
 type stuckClient struct {
 	conn   *grpc.ClientConn
+	stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
 	cancel context.CancelFunc
 }
 
@@ -68,7 +70,7 @@ func openStuck(t testing.TB, addr, id string, typeURLs ...string) *stuckClient {
 			t.Fatal(err)
 		}
 	}
-	c := &stuckClient{conn: conn, cancel: cancel}
+	c := &stuckClient{conn: conn, stream: stream, cancel: cancel}
 	t.Cleanup(c.close)
 	return c
 }
@@ -88,6 +90,27 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A write in flight when the server stops (here one blocked on a client
+// that does not read) ends its stream as cleanly as the stream loop ends
+// an idle one: the client reads what was sent, then the end of the stream.
+func TestStopEndsAStreamWithAWriteInFlightCleanly(t *testing.T) {
+	h := newHarnessWith(t, newTestStore(bigConfig(3000, "a.example.com")...), func(o *Options) {
+		o.Limits.SendTimeout = time.Hour
+	})
+	h.syncAndWait()
+	c := openStuck(t, h.addr, nodeID("stuck"), resource.ClusterType, resource.ListenerType)
+	waitUntil(t, "the stuck stream blocked in a write", func() bool { return h.s.sending.Load() >= 1 })
+	h.cancel()
+	for {
+		if _, err := c.stream.Recv(); err != nil {
+			if err != io.EOF {
+				t.Errorf("stream ended with %v, want a clean end (EOF)", err)
+			}
+			break
+		}
 	}
 }
 

@@ -226,18 +226,29 @@ func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscove
 	if err := a.s.admit(stream.Context()); err != nil {
 		return err
 	}
-	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+	return a.s.endCleanlyOnStop(serveEvictable(stream.Context(), func(ctx context.Context) error {
 		return a.s.serveSotw(sotwStream{stream, a.s, ctx})
-	})
+	}))
 }
 
 func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	if err := a.s.admit(stream.Context()); err != nil {
 		return err
 	}
-	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+	return a.s.endCleanlyOnStop(serveEvictable(stream.Context(), func(ctx context.Context) error {
 		return a.s.serveDelta(deltaStream{stream, a.s, ctx})
-	})
+	}))
+}
+
+// endCleanlyOnStop ends a stream without an error once the server is
+// stopping (Run's context ended), as the stream loops do when they see it
+// stop: a write in flight at that moment sees it first and returns an
+// error, which would otherwise reach the client instead.
+func (s *DiscoveryServer) endCleanlyOnStop(err error) error {
+	if err != nil && s.ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // sotwStream and deltaStream write responses: the shared serialized body
