@@ -226,24 +226,25 @@ func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscove
 	if err := a.s.admit(stream.Context()); err != nil {
 		return err
 	}
-	return a.s.endCleanlyOnStop(serveEvictable(stream.Context(), func(ctx context.Context) error {
-		return a.s.serveSotw(sotwStream{stream, a.s, ctx})
-	}))
+	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+		return a.s.endCleanlyOnStop(a.s.serveSotw(sotwStream{stream, a.s, ctx}))
+	})
 }
 
 func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	if err := a.s.admit(stream.Context()); err != nil {
 		return err
 	}
-	return a.s.endCleanlyOnStop(serveEvictable(stream.Context(), func(ctx context.Context) error {
-		return a.s.serveDelta(deltaStream{stream, a.s, ctx})
-	}))
+	return serveEvictable(stream.Context(), func(ctx context.Context) error {
+		return a.s.endCleanlyOnStop(a.s.serveDelta(deltaStream{stream, a.s, ctx}))
+	})
 }
 
 // endCleanlyOnStop ends a stream without an error once the server is
 // stopping (Run's context ended), as the stream loops do when they see it
 // stop: a write in flight at that moment sees it first and returns an
-// error, which would otherwise reach the client instead.
+// error, which would otherwise reach the client instead. An eviction or a
+// drain still ends the stream with its own status (serveEvictable).
 func (s *DiscoveryServer) endCleanlyOnStop(err error) error {
 	if err != nil && s.ctx.Err() != nil {
 		return nil
