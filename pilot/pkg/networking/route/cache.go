@@ -163,6 +163,11 @@ func (c *Cache) routes(ctx routeContext, gatewayKey string, r *reporter) []built
 
 	var hosts []string
 	ctx.deps = &hosts
+	// The routes name their VirtualService (for messages and ordering) by a
+	// copy of its config: ctx.vs points into the push context's list, which
+	// a kept entry would otherwise keep alive for as long as it is reused.
+	own := *ctx.vs
+	ctx.vs = &own
 	sub := &reporter{}
 	routes := buildVirtualServiceRoutes(ctx, gatewayKey, sub)
 	for _, p := range sub.errs {
