@@ -2,6 +2,7 @@ package xds
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"io"
 	"log/slog"
 	"slices"
@@ -18,8 +19,10 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
-// appendRouteConfig must give exactly the deterministic marshaling, or
-// content hashes (delta versions) and the bytes on the wire would change.
+// A route configuration's encoding from parts (appendRouteConfig, and
+// routeConfigEnc's bytes and hash) must be exactly the deterministic
+// marshaling's, or content hashes (delta versions) and the bytes on the
+// wire would change.
 func TestRouteConfigEncodingMatchesMarshal(t *testing.T) {
 	push := model.NewPushContext(newTestStore(benchWorkload(20)...))
 	res := CoreGenerator{}.BuildGateway(push, push.Gateways(), model.SecretScope{})
@@ -48,6 +51,18 @@ func TestRouteConfigEncodingMatchesMarshal(t *testing.T) {
 			}
 			if !bytes.Equal(got[len("prefix"):], want) {
 				t.Errorf("round %d, %s: encoding differs from proto.Marshal", round, rc.GetName())
+			}
+			// The parts hash to the joined bytes' hash, and join into a
+			// buffer of exactly their size.
+			e, err := v.encode(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.sum() != sha256.Sum256(want) {
+				t.Errorf("round %d, %s: hash of the parts differs from the encoding's", round, rc.GetName())
+			}
+			if b := e.bytes(); !bytes.Equal(b, want) || cap(b) != len(want) {
+				t.Errorf("round %d, %s: bytes() gives %d bytes in a buffer of %d, want %d in %d", round, rc.GetName(), len(b), cap(b), len(want), len(want))
 			}
 			if (v.validate(rc) == nil) != (rc.ValidateAll() == nil) {
 				t.Errorf("round %d, %s: validate says %v, ValidateAll %v", round, rc.GetName(), v.validate(rc), rc.ValidateAll())

@@ -355,6 +355,10 @@ type interner struct {
 	vhosts vhostBytes
 }
 
+// maxScratch bounds the encoding buffers kept for reuse: a rare large
+// resource gets a buffer of its own rather than one the pool then keeps.
+const maxScratch = 256 << 10
+
 func newInterner(marshaled func(typeURL string)) *interner {
 	in := &interner{marshaled: marshaled}
 	for i := range numTypes {
@@ -403,20 +407,31 @@ func (in *interner) trim(t int) {
 func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, error) {
 	typeURL := servedTypes[t]
 	k := internKey{typeURL, scope, name}
-	bp := in.scratch.Get().(*[]byte)
-	defer in.scratch.Put(bp)
+	// A route configuration is hashed from its parts (see routeConfigEnc);
+	// anything else is encoded into a scratch buffer.
+	var rcEnc *routeConfigEnc
 	var b []byte
-	var err error
+	var sum [sha256.Size]byte
 	if rc, ok := msg.(*route.RouteConfiguration); ok {
-		b, err = in.vhosts.appendRouteConfig((*bp)[:0], rc)
+		var err error
+		if rcEnc, err = in.vhosts.encode(rc); err != nil {
+			return nil, fmt.Errorf("cannot be encoded: %w", err)
+		}
+		sum = rcEnc.sum()
 	} else {
-		b, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend((*bp)[:0], msg)
+		bp := in.scratch.Get().(*[]byte)
+		defer func() {
+			if cap(*bp) <= maxScratch {
+				in.scratch.Put(bp)
+			}
+		}()
+		var err error
+		if b, err = (proto.MarshalOptions{Deterministic: true}).MarshalAppend((*bp)[:0], msg); err != nil {
+			return nil, fmt.Errorf("cannot be encoded: %w", err)
+		}
+		*bp = b
+		sum = sha256.Sum256(b)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot be encoded: %w", err)
-	}
-	*bp = b
-	sum := sha256.Sum256(b)
 	hash := hex.EncodeToString(sum[:8])
 	ck := contentKey{typeURL, name, hash}
 
@@ -446,7 +461,14 @@ func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, 
 	} else if err := v.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("fails Envoy validation and is not sent: %w", err)
 	}
-	a := &anypb.Any{TypeUrl: typeURL, Value: slices.Clone(b)}
+	// A buffer of its own: the scratch buffer goes back to the pool.
+	var value []byte
+	if rcEnc != nil {
+		value = rcEnc.bytes()
+	} else {
+		value = slices.Clone(b)
+	}
+	a := &anypb.Any{TypeUrl: typeURL, Value: value}
 	r = &res{name: name, hash: hash, any: a, refs: references(msg),
 		delta: &discovery.Resource{Name: name, Version: hash, Resource: a}}
 	if in.marshaled != nil {
