@@ -123,9 +123,9 @@ func (ps *PushContext) indexServices(store ConfigStore, registries []ServiceDisc
 
 // sortByCreation returns objects oldest first, then by namespace and name:
 // the order Istio gives VirtualServices and DestinationRules that share a
-// host. It sorts a copy: stores may hand out slices they share.
+// host. It sorts cs in place: a store's List gives the caller its own
+// slice (one copy of 5,000 objects fewer per push).
 func sortByCreation(cs []config.Config) []config.Config {
-	cs = slices.Clone(cs)
 	slices.SortStableFunc(cs, func(a, b config.Config) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp); c != 0 {
 			return c

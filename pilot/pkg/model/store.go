@@ -41,7 +41,8 @@ type ConfigStore interface {
 	// Get returns the object or nil.
 	Get(kind schema.Kind, namespace, name string) *config.Config
 	// List returns the objects of kind in namespace ("" for all), sorted
-	// by namespace then name.
+	// by namespace then name, in a slice that is the caller's (the
+	// objects are shared and must not be mutated).
 	List(kind schema.Kind, namespace string) []config.Config
 }
 

@@ -60,9 +60,12 @@ func (s *Store) Get(kind schema.Kind, namespace, name string) *config.Config {
 // List returns the objects of kind in namespace ("" for all), sorted by
 // namespace then name. The slice is the caller's; the objects are shared.
 func (s *Store) List(kind schema.Kind, namespace string) []config.Config {
+	if namespace == "" {
+		return slices.Clone(s.byKind[kind])
+	}
 	var out []config.Config
 	for _, c := range s.byKind[kind] {
-		if namespace == "" || c.Namespace == namespace {
+		if c.Namespace == namespace {
 			out = append(out, c)
 		}
 	}

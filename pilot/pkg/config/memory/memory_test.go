@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"testing"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -40,6 +41,20 @@ func TestListSortsAndFiltersByNamespace(t *testing.T) {
 	}
 	if n := len(s.List(schema.VirtualService, "")); n != 1 {
 		t.Errorf("List(VirtualService) has %d objects, want 1", n)
+	}
+}
+
+// The push context sorts List's result in place (ConfigStore's contract:
+// the slice is the caller's), so sorting it must not reorder the store.
+func TestListGivesTheCallerItsOwnSlice(t *testing.T) {
+	s := New([]config.Config{gw("a", "x"), gw("a", "y"), gw("b", "z")})
+	for _, ns := range []string{"", "a"} {
+		got := s.List(schema.Gateway, ns)
+		slices.Reverse(got)
+		got[0].Name = "changed"
+		if again := s.List(schema.Gateway, ns); again[0].Name != "x" || again[len(again)-1].Name == "changed" {
+			t.Errorf("List(%q) after the caller reordered and changed its slice: %v", ns, again)
+		}
 	}
 }
 
