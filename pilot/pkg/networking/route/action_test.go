@@ -8,6 +8,7 @@ import (
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -247,6 +248,27 @@ func TestTimeoutAndRetries(t *testing.T) {
 	_, errs := build(t, fixtures, gatewayYAML, vs("v", "[foo.com]", "  - retries: {attempts: 2, retryOn: \"5xx,sometimes\"}"+toReviews))
 	if !hasError(errs, false, "spec.http[0].retries.retryOn", `unknown retry condition "sometimes"`) {
 		t.Errorf("errors:\n%s", errString(errs))
+	}
+}
+
+// Routes that set no retries share one default policy (and the hashed
+// destinations' one); a route with overrides gets its own, and building it
+// leaves the shared one as it was.
+func TestRoutesWithoutRetriesShareTheDefaultPolicy(t *testing.T) {
+	before := proto.Clone(sharedDefaultRetry)
+	a := oneRoute(t, "name: a\n    route: [{destination: {host: reviews.default.svc.cluster.local}}]").GetRoute()
+	b := oneRoute(t, "name: b\n    timeout: 2s\n    route: [{destination: {host: reviews.default.svc.cluster.local}}]").GetRoute()
+	if a.GetRetryPolicy() != sharedDefaultRetry || b.GetRetryPolicy() != sharedDefaultRetry {
+		t.Errorf("routes without retries have their own policies")
+	}
+	c := oneRoute(t, `name: c
+    retries: {attempts: 4, retryOn: "5xx,503", retryIgnorePreviousHosts: false, retryRemoteLocalities: true, perTryTimeout: 1s}
+    route: [{destination: {host: reviews.default.svc.cluster.local}}]`).GetRoute()
+	if c.GetRetryPolicy() == sharedDefaultRetry || c.GetRetryPolicy().GetNumRetries().GetValue() != 4 {
+		t.Errorf("route with retries: policy %v", c.GetRetryPolicy())
+	}
+	if !proto.Equal(sharedDefaultRetry, before) || len(sharedHashRetry.GetRetryHostPredicate()) != 0 || !proto.Equal(sharedPreviousHosts, before.(*routev3.RetryPolicy).GetRetryHostPredicate()[0]) {
+		t.Errorf("shared default changed: %v", sharedDefaultRetry)
 	}
 }
 
