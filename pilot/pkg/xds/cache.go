@@ -338,9 +338,14 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		// updates are set; covered stays 0, so next is built from known.
 	} else if w.sub.IsWildcard() {
 		covered = len(cur.items)
-		for _, r := range cur.items {
-			if h, ok := known[r.name]; !ok || h != r.hash {
-				updates = append(updates, r.delta)
+		if len(known) == 0 {
+			// The whole set, as every stream's first response carries it.
+			updates = cur.allDeltas()
+		} else {
+			for _, r := range cur.items {
+				if h, ok := known[r.name]; !ok || h != r.hash {
+					updates = append(updates, r.delta)
+				}
 			}
 		}
 	}
@@ -349,6 +354,10 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		// set when the names cover much of it (sorting a gateway's EDS
 		// names for every proxy was half of a push), else sorting them.
 		subscribed := w.sub.SubscribedResources()
+		if len(known) == 0 {
+			// A first response: every subscribed resource that exists.
+			updates = make([]*discovery.Resource, 0, min(len(subscribed), len(cur.items)))
+		}
 		add := func(r *res) {
 			covered++
 			if h, ok := known[r.name]; !ok || h != r.hash {
@@ -410,9 +419,12 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 			delete(next, n)
 		}
 	}
-	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.version, TypeUrl: ts.typeURL,
-		Resources: updates, RemovedResources: removed}
+	// The response carries the body's list of resources, which every
+	// stream sent the same resources shares: until it is acknowledged a
+	// response is kept, and 500 gateways' own lists of 5,000 were 40 MB.
 	body := cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding)
+	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.version, TypeUrl: ts.typeURL,
+		Resources: body.deltas, RemovedResources: body.removed}
 	ts.inflight = append(ts.inflight, &inflight{delta: resp, set: cur})
 	ts.deltaBuilt = &deltaBuilt{next: next, n: len(next), set: cur, shared: shared}
 	ts.watch = nil

@@ -119,6 +119,11 @@ type typeSet struct {
 	// cheaper than filling one).
 	versionsOnce sync.Once
 	versions     map[string]string
+	// deltas are the items' delta wrappers in order, built on first use:
+	// the Resources of a delta response that carries the whole set (the
+	// first one of a wildcard stream), shared by all of them.
+	deltasOnce sync.Once
+	deltas     []*discovery.Resource
 	// base and changed, when set, say this set is base with the
 	// resources named in changed replaced (same names otherwise): a
 	// stream holding base is answered by looking at those names alone
@@ -176,6 +181,18 @@ func (ts *typeSet) versionMap() map[string]string {
 		}
 	})
 	return ts.versions
+}
+
+// allDeltas returns the items' delta wrappers in order (see deltas). The
+// slice is shared: callers must not change it.
+func (ts *typeSet) allDeltas() []*discovery.Resource {
+	ts.deltasOnce.Do(func() {
+		ts.deltas = make([]*discovery.Resource, len(ts.items))
+		for i, r := range ts.items {
+			ts.deltas[i] = r.delta
+		}
+	})
+	return ts.deltas[:len(ts.deltas):len(ts.deltas)]
 }
 
 // newTypeSet builds a set from resources sorted by name with unique names.
