@@ -103,7 +103,7 @@ func shell(rc *routev3.RouteConfiguration, skip ...protoreflect.FieldNumber) *ro
 	return out
 }
 
-// Field numbers of RouteConfiguration that appendRouteConfig writes
+// Field numbers of RouteConfiguration that routeConfigEnc writes
 // itself; they are the two lowest, so they come first in the
 // deterministic encoding, as the marshaler orders fields by number.
 const (
@@ -184,14 +184,4 @@ func (e *routeConfigEnc) sum() [sha256.Size]byte {
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
-}
-
-// appendRouteConfig appends the deterministic encoding of rc to b, with
-// the virtual hosts' encodings taken from v.
-func (v *vhostBytes) appendRouteConfig(b []byte, rc *routev3.RouteConfiguration) ([]byte, error) {
-	e, err := v.encode(rc)
-	if err != nil {
-		return nil, err
-	}
-	return e.appendTo(b), nil
 }
