@@ -1,8 +1,6 @@
 package crdclient
 
 import (
-	"maps"
-
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,10 +18,14 @@ const apiVersion = "networking.istio.io/v1"
 // "kube://namespace/name".
 func Source(namespace, name string) string { return "kube://" + namespace + "/" + name }
 
-// convert turns an object from an informer into a config.Config. The spec
-// is deep-copied and the maps cloned, so nothing returned aliases the
-// informer's cache, which is shared and must never be mutated. ok is false
-// for an object of a type this package does not watch.
+// convert turns an object from an informer into a config.Config that
+// shares the object's spec and label and annotation maps: like every
+// config a store hands out, it must not be mutated (config.Config), and
+// the informer never changes a cached object in place (an update replaces
+// it). Deep copies held every Istio object twice, once in the informer's
+// cache and once here (12 MB at 5,000 VirtualServices and
+// DestinationRules). ok is false for an object of a type this package does
+// not watch.
 func convert(obj any) (cfg config.Config, meta *metav1.ObjectMeta, ok bool) {
 	switch o := obj.(type) {
 	case *networkingv1.Gateway:
@@ -44,14 +46,14 @@ func build(kind schema.Kind, m *metav1.ObjectMeta, spec proto.Message) config.Co
 			Kind:              kind,
 			Name:              m.Name,
 			Namespace:         m.Namespace,
-			Labels:            maps.Clone(m.Labels),
-			Annotations:       maps.Clone(m.Annotations),
+			Labels:            m.Labels,
+			Annotations:       m.Annotations,
 			ResourceVersion:   m.ResourceVersion,
 			Generation:        m.Generation,
 			CreationTimestamp: m.CreationTimestamp.Time,
 			Source:            Source(m.Namespace, m.Name),
 		},
-		Spec: proto.Clone(spec),
+		Spec: spec,
 	}
 }
 
