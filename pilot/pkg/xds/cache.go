@@ -350,32 +350,13 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		}
 	}
 	if !fast && !w.sub.IsWildcard() {
-		// The subscribed resources that exist, by name: walking the sorted
-		// set when the names cover much of it (sorting a gateway's EDS
-		// names for every proxy was half of a push), else sorting them.
 		subscribed := w.sub.SubscribedResources()
-		if len(known) == 0 {
-			// A first response: every subscribed resource that exists.
-			updates = make([]*discovery.Resource, 0, min(len(subscribed), len(cur.items)))
-		}
-		add := func(r *res) {
-			covered++
-			if h, ok := known[r.name]; !ok || h != r.hash {
-				updates = append(updates, r.delta)
-			}
-		}
-		if len(cur.items) <= 4*len(subscribed) {
-			for _, r := range cur.items {
-				if _, ok := subscribed[r.name]; ok {
-					add(r)
-				}
-			}
+		if len(known) == 0 && coversAll(subscribed, cur) {
+			// A first response naming every resource of the set (a
+			// gateway's EDS): the set's own list, as for wildcard.
+			updates, covered = cur.allDeltas(), len(cur.items)
 		} else {
-			for _, n := range slices.Sorted(maps.Keys(subscribed)) {
-				if r := cur.byName[n]; r != nil {
-					add(r)
-				}
-			}
+			updates, covered = namedUpdates(cur, subscribed, known)
 		}
 	}
 	var removed []string
@@ -474,4 +455,49 @@ func (s *DiscoveryServer) commitLocked(ts *typeStatus, match func(*inflight) boo
 	ts.sentNonce = nonce
 	ts.sentAt = s.clock.Now()
 	ts.sends++
+}
+
+// namedUpdates returns the resources of cur named in subscribed whose
+// version differs from known, and how many of cur's resources subscribed
+// names. It walks the sorted set when the names cover much of it (sorting
+// a gateway's EDS names for every proxy was half of a push), else sorts
+// the names.
+func namedUpdates(cur *typeSet, subscribed map[string]struct{}, known map[string]string) (updates []*discovery.Resource, covered int) {
+	if len(known) == 0 {
+		// A first response: every subscribed resource that exists.
+		updates = make([]*discovery.Resource, 0, min(len(subscribed), len(cur.items)))
+	}
+	add := func(r *res) {
+		covered++
+		if h, ok := known[r.name]; !ok || h != r.hash {
+			updates = append(updates, r.delta)
+		}
+	}
+	if len(cur.items) <= 4*len(subscribed) {
+		for _, r := range cur.items {
+			if _, ok := subscribed[r.name]; ok {
+				add(r)
+			}
+		}
+	} else {
+		for _, n := range slices.Sorted(maps.Keys(subscribed)) {
+			if r := cur.byName[n]; r != nil {
+				add(r)
+			}
+		}
+	}
+	return updates, covered
+}
+
+// coversAll reports whether names includes every resource of set.
+func coversAll(names map[string]struct{}, set *typeSet) bool {
+	if len(names) < len(set.items) {
+		return false
+	}
+	for _, r := range set.items {
+		if _, ok := names[r.name]; !ok {
+			return false
+		}
+	}
+	return true
 }

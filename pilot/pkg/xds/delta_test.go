@@ -361,9 +361,10 @@ func TestDeltaWildcardUnsubscribeResends(t *testing.T) {
 	}
 }
 
-// Streams sent the same resources share one list of them: a wildcard
-// stream's first response carries the set's own list, and a named one's
-// the list of the body it shares. (A response is kept until written; at
+// Streams sent the same resources share one list of them: a first
+// response carrying the whole set (wildcard, or naming every resource)
+// carries the set's own list, and any other the list of the body it
+// shares. (A response is kept until written; at
 // 5,000 services 500 gateways' own lists were 40 MB.)
 func TestDeltaFirstResponsesShareOneResourceList(t *testing.T) {
 	h := newHarness(t, newTestStore(withRatings()...))
@@ -406,6 +407,13 @@ func TestDeltaFirstResponsesShareOneResourceList(t *testing.T) {
 		}
 		if &a.Resources[0] != &b.Resources[0] {
 			t.Errorf("%s: the two streams' first responses have lists of their own", shortType(typeURL))
+		}
+		// Naming every resource (EDS here), as wildcard: the set's own list.
+		h.s.mu.Lock()
+		set := h.s.streams[keys[0]].proxy.view.set(typeURL)
+		h.s.mu.Unlock()
+		if &a.Resources[0] != &set.allDeltas()[0] {
+			t.Errorf("%s: the first response does not carry the set's own list", shortType(typeURL))
 		}
 	}
 }
