@@ -49,7 +49,9 @@ func TestRouteConfigEncodingMatchesMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := e.appendTo([]byte("prefix")); !bytes.Equal(got[len("prefix"):], want) {
+			got := bytes.NewBufferString("prefix")
+			e.writeTo(got)
+			if !bytes.Equal(got.Bytes()[len("prefix"):], want) {
 				t.Errorf("round %d, %s: encoding differs from proto.Marshal", round, rc.GetName())
 			}
 			// The parts hash to the joined bytes' hash, and join into a

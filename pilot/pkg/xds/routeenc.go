@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -113,7 +114,7 @@ const (
 
 // routeConfigEnc is a route configuration's deterministic encoding in
 // parts: its name, its virtual hosts' kept encodings and the other fields'
-// bytes. Joined (appendTo) they are byte for byte what
+// bytes. Joined (writeTo) they are byte for byte what
 // proto.MarshalOptions{Deterministic: true} gives (a test holds it to
 // that). The parts give the content hash without joining them, so a route
 // configuration that did not change (5 MB at 5,000 services) is hashed and
@@ -150,37 +151,34 @@ func (v *vhostBytes) encode(rc *routev3.RouteConfiguration) (*routeConfigEnc, er
 	return e, nil
 }
 
-// appendTo appends the joined encoding to b.
-func (e *routeConfigEnc) appendTo(b []byte) []byte {
+// writeTo writes the joined encoding to w piece by piece: the framing of
+// each field, then its bytes.
+func (e *routeConfigEnc) writeTo(w io.Writer) {
+	var hdr [2 * binary.MaxVarintLen64]byte
+	field := func(n protoreflect.FieldNumber, b []byte) {
+		w.Write(protowire.AppendVarint(protowire.AppendTag(hdr[:0], n, protowire.BytesType), uint64(len(b))))
+		w.Write(b)
+	}
 	if e.name != "" {
-		b = protowire.AppendTag(b, routeConfigNameField, protowire.BytesType)
-		b = protowire.AppendString(b, e.name)
+		field(routeConfigNameField, []byte(e.name))
 	}
 	for _, x := range e.vhosts {
-		b = protowire.AppendTag(b, routeConfigVhostsField, protowire.BytesType)
-		b = protowire.AppendBytes(b, x.b)
+		field(routeConfigVhostsField, x.b)
 	}
-	return append(b, e.rest...)
+	w.Write(e.rest)
 }
 
 // bytes returns the joined encoding in a buffer of exactly its size.
 func (e *routeConfigEnc) bytes() []byte {
-	return e.appendTo(make([]byte, 0, e.size))
+	buf := bytes.NewBuffer(make([]byte, 0, e.size))
+	e.writeTo(buf)
+	return buf.Bytes()
 }
 
 // sum is the SHA-256 of the joined encoding, taken part by part.
 func (e *routeConfigEnc) sum() [sha256.Size]byte {
 	h := sha256.New()
-	var hdr [2 * binary.MaxVarintLen64]byte
-	if e.name != "" {
-		h.Write(protowire.AppendVarint(protowire.AppendTag(hdr[:0], routeConfigNameField, protowire.BytesType), uint64(len(e.name))))
-		io.WriteString(h, e.name)
-	}
-	for _, x := range e.vhosts {
-		h.Write(protowire.AppendVarint(protowire.AppendTag(hdr[:0], routeConfigVhostsField, protowire.BytesType), uint64(len(x.b))))
-		h.Write(x.b)
-	}
-	h.Write(e.rest)
+	e.writeTo(h)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
