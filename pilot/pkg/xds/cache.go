@@ -334,30 +334,23 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 			return
 		}
 	}
-	if fast {
+	switch {
+	case fast:
 		// updates are set; covered stays 0, so next is built from known.
-	} else if w.sub.IsWildcard() {
+	case len(known) == 0 && (w.sub.IsWildcard() || coversAll(w.sub.SubscribedResources(), cur)):
+		// A first response carrying the whole set (wildcard, or naming
+		// every resource, as a gateway's EDS does): the set's own list,
+		// shared by every such response.
+		updates, covered = cur.allDeltas(), len(cur.items)
+	case w.sub.IsWildcard():
 		covered = len(cur.items)
-		if len(known) == 0 {
-			// The whole set, as every stream's first response carries it.
-			updates = cur.allDeltas()
-		} else {
-			for _, r := range cur.items {
-				if h, ok := known[r.name]; !ok || h != r.hash {
-					updates = append(updates, r.delta)
-				}
+		for _, r := range cur.items {
+			if h, ok := known[r.name]; !ok || h != r.hash {
+				updates = append(updates, r.delta)
 			}
 		}
-	}
-	if !fast && !w.sub.IsWildcard() {
-		subscribed := w.sub.SubscribedResources()
-		if len(known) == 0 && coversAll(subscribed, cur) {
-			// A first response naming every resource of the set (a
-			// gateway's EDS): the set's own list, as for wildcard.
-			updates, covered = cur.allDeltas(), len(cur.items)
-		} else {
-			updates, covered = namedUpdates(cur, subscribed, known)
-		}
+	default:
+		updates, covered = namedUpdates(cur, w.sub.SubscribedResources(), known)
 	}
 	var removed []string
 	if !fast {

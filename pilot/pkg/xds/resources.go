@@ -120,8 +120,8 @@ type typeSet struct {
 	versionsOnce sync.Once
 	versions     map[string]string
 	// deltas are the items' delta wrappers in order, built on first use:
-	// the Resources of a delta response that carries the whole set (the
-	// first one of a wildcard stream), shared by all of them.
+	// the Resources of a first delta response that carries the whole set
+	// (wildcard, or naming every resource), shared by all of them.
 	deltasOnce sync.Once
 	deltas     []*discovery.Resource
 	// base and changed, when set, say this set is base with the
