@@ -88,6 +88,15 @@ type Controller struct {
 	// walkProblems are the last directory walk's problems. Guarded by
 	// scanMu.
 	walkProblems []*config.Error
+	// dups are the keys defined more than once and dupProblems the
+	// problems that reports; gatewayProblems are the Gateway API objects'
+	// (see resolution). Guarded by scanMu; dups is nil until the first
+	// scan resolved everything.
+	dups                         map[config.Key]bool
+	dupProblems, gatewayProblems []*config.Error
+	// resolved counts the scans that resolved everything and those that
+	// resolved only the changed files' keys. Guarded by scanMu.
+	resolved struct{ full, changed int }
 	// reported holds the problems already logged. Guarded by scanMu.
 	reported map[string]bool
 	// lastStamp is the latest first-seen stamp given, scanStamp the one

@@ -31,6 +31,11 @@ func diff(old, cur map[config.Key]config.Config) []change {
 		}
 	}
 	slices.SortFunc(keys, compareKeys)
+	return diffKeys(old, cur, keys)
+}
+
+// diffKeys returns the changes from old to cur at keys, in their order.
+func diffKeys(old, cur map[config.Key]config.Config, keys []config.Key) []change {
 	var out []change
 	for _, k := range keys {
 		o, hadOld := old[k]

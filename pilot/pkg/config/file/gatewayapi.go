@@ -54,11 +54,8 @@ func newGatewayFileState(objs []manifest.GatewayAPIObject, prev *fileState, keep
 // first-seen stamp, and that as creationTimestamp when it has none. The
 // objects are fresh from the parser, not yet shared.
 func (c *Controller) stampGatewayAPI(files map[string]*fileState) {
-	for _, p := range slices.Sorted(maps.Keys(files)) {
+	for _, p := range freshPaths(files) {
 		st := files[p]
-		if !st.fresh {
-			continue
-		}
 		for _, o := range st.gateway.objects {
 			ts, ok := st.gateway.seen[o.Key()]
 			if !ok {

@@ -9,7 +9,9 @@ import (
 )
 
 // sortErrors orders problems by file, document number (numerically, so
-// document 10 follows document 9), object, field and message.
+// document 10 follows document 9), object, field and message, and then
+// problems before warnings: a total order, so the list does not depend on
+// the order the problems were gathered in.
 func sortErrors(errs []*config.Error) {
 	slices.SortStableFunc(errs, func(a, b *config.Error) int {
 		af, ad := manifest.SplitDocumentSource(a.Source)
@@ -18,8 +20,16 @@ func sortErrors(errs []*config.Error) {
 			cmp.Compare(af, bf), cmp.Compare(ad, bd),
 			compareKeys(a.Key, b.Key),
 			cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message),
+			cmp.Compare(warningRank(a), warningRank(b)),
 		)
 	})
+}
+
+func warningRank(e *config.Error) int {
+	if e.Warning {
+		return 1
+	}
+	return 0
 }
 
 // logNewProblems logs, once, each problem that was not standing after the

@@ -67,10 +67,14 @@ func (c *Controller) scan(initial bool) {
 		}
 		wake = earliest(wake, at)
 	}
-	for _, p := range slices.Sorted(maps.Keys(c.files)) {
-		if _, ok := files[p]; ok {
-			continue
+	var missing []string
+	for p := range c.files {
+		if _, ok := files[p]; !ok {
+			missing = append(missing, p)
 		}
+	}
+	slices.Sort(missing)
+	for _, p := range missing {
 		st := c.files[p]
 		// A directory we could not list hides its files; keep what they
 		// held rather than deleting config because of, say, a permission
@@ -126,7 +130,9 @@ func (c *Controller) rescanPending() {
 // the store and queues an event for each object that changed. A scan that
 // changed nothing (the common rescan, or one that only found a change not
 // yet settled) costs no more than its stats: resolving, indexing and
-// diffing every object took most of a rescan's time at 1,000 files.
+// diffing every object took most of a rescan's time at 1,000 files. A
+// scan that changed a few files resolves, indexes and diffs only the keys
+// they define, unless one of them is defined twice (resolveChanged).
 // Must be called with scanMu held.
 func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.Error, wake time.Time, initial bool) {
 	if !initial && c.objects != nil && sameStates(files, c.files) && slices.EqualFunc(walkProblems, c.walkProblems, sameError) {
@@ -137,29 +143,54 @@ func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.
 		return
 	}
 	c.walkProblems = walkProblems
-	problems := slices.Clone(walkProblems)
 	c.stampGatewayAPI(files)
 	c.stampFresh(files)
+	old := c.files
 	c.files = files
 
-	objects, fileProblems := resolve(files)
-	problems = append(problems, fileProblems...)
-	gatewayObjects, gatewayProblems := resolveGatewayAPI(files)
-	problems = append(problems, gatewayProblems...)
+	changed := changedPaths(old, files)
+	var keys []config.Key
+	var now map[config.Key]config.Config
+	incremental := false
+	if !initial && c.dups != nil {
+		keys, now, incremental = resolveChanged(resolution{objects: c.objects, dups: c.dups}, old, files, changed)
+	}
+	var res resolution
+	if incremental {
+		c.resolved.changed++
+	} else {
+		c.resolved.full++
+		res = resolve(files)
+		c.dups, c.dupProblems = res.dups, res.dupProblems
+	}
+	gatewayResolved := !incremental || hasGatewayAPI(old, files, changed)
+	var gatewayObjects []manifest.GatewayAPIObject
+	if gatewayResolved {
+		gatewayObjects, c.gatewayProblems = resolveGatewayAPI(files)
+	}
+	problems := slices.Concat(walkProblems, fileErrors(files), c.dupProblems, c.gatewayProblems)
 	sortErrors(problems)
 
+	var changes []change
+	gatewayChanged := false
 	c.mu.Lock()
-	old := c.objects
-	c.objects = objects
-	c.index = memory.New(slices.Collect(maps.Values(objects)))
+	if incremental {
+		changes = c.applyChanged(keys, now)
+	} else {
+		changes = diff(c.objects, res.objects)
+		c.objects = res.objects
+		c.index = memory.New(slices.Collect(maps.Values(res.objects)))
+	}
 	c.errs = problems
-	gatewayChanged := c.setGatewayAPI(gatewayObjects)
+	if gatewayResolved {
+		gatewayChanged = c.setGatewayAPI(gatewayObjects)
+	}
 	c.mu.Unlock()
 
 	// Log before queueing, so whoever sees an event of this scan also sees
 	// its warnings.
 	c.logNewProblems(problems)
-	for _, ch := range diff(old, objects) {
+	for _, ch := range changes {
 		if !ch.silent {
 			c.log.Debug("config changed", "event", ch.event.String(), "key", ch.cur.Key().String(), "source", ch.cur.Source)
 		}
@@ -172,6 +203,29 @@ func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.
 	if c.opts.scanned != nil {
 		c.opts.scanned()
 	}
+}
+
+// applyChanged puts the objects now in force at keys (absent: deleted)
+// into the store view in place, copies the index only for their kinds,
+// and returns the changes. Must be called with scanMu and mu held.
+func (c *Controller) applyChanged(keys []config.Key, now map[config.Key]config.Config) []change {
+	before := make(map[config.Key]config.Config, len(keys))
+	var put []config.Config
+	var del []config.Key
+	for _, k := range keys {
+		if o, ok := c.objects[k]; ok {
+			before[k] = o
+		}
+		if n, ok := now[k]; ok {
+			c.objects[k] = n
+			put = append(put, n)
+		} else {
+			delete(c.objects, k)
+			del = append(del, k)
+		}
+	}
+	c.index = c.index.With(put, del)
+	return diffKeys(before, now, keys)
 }
 
 // load returns the state of file p as of now, or nil if it no longer
@@ -300,45 +354,6 @@ func (c *Controller) check(obj config.Config) (err error) {
 		}
 	}()
 	return c.validate(obj)
-}
-
-// resolve merges the files into one store. When several definitions share
-// a key, the one seen first is used (ties: files in path order, documents
-// in order), so a newcomer never takes a served name over; the others are
-// reported as duplicates naming the one in use.
-func resolve(files map[string]*fileState) (map[config.Key]config.Config, []*config.Error) {
-	objects := map[config.Key]config.Config{}
-	seen := map[config.Key]time.Time{}
-	paths := slices.Sorted(maps.Keys(files))
-	for _, p := range paths {
-		st := files[p]
-		for _, obj := range st.objects {
-			key := obj.Key()
-			ts := st.seen[key]
-			if first, dup := seen[key]; dup && !ts.Before(first) {
-				continue
-			}
-			objects[key], seen[key] = obj, ts
-		}
-	}
-	var problems []*config.Error
-	for _, p := range paths {
-		st := files[p]
-		problems = append(problems, st.errs...)
-		for _, obj := range st.objects {
-			used := objects[obj.Key()]
-			if used.Source == obj.Source {
-				continue
-			}
-			problems = append(problems, &config.Error{
-				Source: obj.Source,
-				Key:    obj.Key(),
-				Message: fmt.Sprintf("duplicate of the definition in %s, which was there first and is used; this one is ignored",
-					used.Source),
-			})
-		}
-	}
-	return objects, problems
 }
 
 func keyNames(objs []config.Config) []string {

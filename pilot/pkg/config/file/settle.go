@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"crypto/sha256"
-	"maps"
 	"slices"
 	"time"
 
@@ -127,16 +126,15 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 	}
 	// A key another file still holds is not a move: the holder keeps its
 	// place.
-	for _, st := range files {
-		for key := range st.seen {
-			delete(moved, key)
+	if len(moved) > 0 {
+		for _, st := range files {
+			for key := range st.seen {
+				delete(moved, key)
+			}
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(files)) {
+	for _, p := range freshPaths(files) {
 		st := files[p]
-		if !st.fresh {
-			continue
-		}
 		st.fresh = false
 		for i := range st.objects {
 			obj := &st.objects[i]
@@ -155,6 +153,18 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 			}
 		}
 	}
+}
+
+// freshPaths returns the paths of the states parsed by this scan, sorted.
+func freshPaths(files map[string]*fileState) []string {
+	var out []string
+	for p, st := range files {
+		if st.fresh {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // stamp returns the first-seen time of objects new in this scan: now, but

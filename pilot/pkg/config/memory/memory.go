@@ -5,6 +5,7 @@ package memory
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,11 +37,58 @@ func New(configs []config.Config) *Store {
 		s.byKind[k.Kind] = append(s.byKind[k.Kind], c)
 	}
 	for _, cs := range s.byKind {
-		slices.SortFunc(cs, func(a, b config.Config) int {
-			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(cs, compareName)
 	}
 	return s
+}
+
+func compareName(a, b config.Config) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// With returns a store holding s's objects with put added or replacing
+// those of the same key, and the objects of keys in del removed (a key in
+// both is put). s is unchanged; the new store shares s's index of every
+// kind neither touches, so a change to a few objects copies only their
+// kinds' lists instead of indexing everything again.
+func (s *Store) With(put []config.Config, del []config.Key) *Store {
+	out := &Store{byKind: maps.Clone(s.byKind)}
+	copied := map[schema.Kind]bool{}
+	list := func(k schema.Kind) []config.Config {
+		if !copied[k] {
+			copied[k] = true
+			out.byKind[k] = slices.Clone(out.byKind[k])
+		}
+		return out.byKind[k]
+	}
+	find := func(cs []config.Config, k config.Key) (int, bool) {
+		return slices.BinarySearchFunc(cs, k, func(c config.Config, k config.Key) int {
+			return cmp.Or(strings.Compare(c.Namespace, k.Namespace), strings.Compare(c.Name, k.Name))
+		})
+	}
+	for _, k := range del {
+		if i, ok := find(s.byKind[k.Kind], k); ok {
+			cs := list(k.Kind)
+			if i, ok = find(cs, k); ok {
+				out.byKind[k.Kind] = slices.Delete(cs, i, i+1)
+			}
+		}
+	}
+	for _, c := range put {
+		k := c.Key()
+		cs := list(k.Kind)
+		if i, ok := find(cs, k); ok {
+			cs[i] = c
+		} else {
+			out.byKind[k.Kind] = slices.Insert(cs, i, c)
+		}
+	}
+	for k, cs := range out.byKind {
+		if len(cs) == 0 {
+			delete(out.byKind, k)
+		}
+	}
+	return out
 }
 
 // Get returns the object or nil: a copy of the stored metadata sharing the

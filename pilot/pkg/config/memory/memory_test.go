@@ -81,3 +81,43 @@ func TestLaterDuplicateWins(t *testing.T) {
 		t.Errorf("kept host %q, want the later object's new.example.com", h)
 	}
 }
+
+func TestWithPutsAndDeletesWithoutChangingTheOriginal(t *testing.T) {
+	vs := func(ns, name string) config.Config {
+		return config.Config{Meta: config.Meta{Kind: schema.VirtualService, Namespace: ns, Name: name}, Spec: &networking.VirtualService{}}
+	}
+	s := New([]config.Config{gw("a", "x", "old.example.com"), gw("b", "y"), vs("a", "v")})
+	n := s.With(
+		[]config.Config{gw("a", "x", "new.example.com"), gw("a", "w"), gw("c", "z"), {Meta: config.Meta{Kind: schema.ServiceEntry, Namespace: "a", Name: "se"}, Spec: &networking.ServiceEntry{}}},
+		[]config.Key{{Kind: schema.Gateway, Namespace: "b", Name: "y"}, {Kind: schema.VirtualService, Namespace: "a", Name: "v"}, {Kind: schema.Gateway, Namespace: "q", Name: "absent"}},
+	)
+	names := func(cs []config.Config) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Namespace+"/"+c.Name)
+		}
+		return out
+	}
+	if got, want := names(n.List(schema.Gateway, "")), []string{"a/w", "a/x", "c/z"}; !slices.Equal(got, want) {
+		t.Errorf("new store's Gateways = %v, want %v (sorted, replaced, added, deleted)", got, want)
+	}
+	if h := n.Get(schema.Gateway, "a", "x").Spec.(*networking.Gateway).GetServers()[0].GetHosts()[0]; h != "new.example.com" {
+		t.Errorf("a/x in the new store has host %q, want the put one's", h)
+	}
+	if n.Get(schema.VirtualService, "a", "v") != nil || len(n.List(schema.VirtualService, "")) != 0 {
+		t.Error("the deleted VirtualService is still in the new store")
+	}
+	if n.Get(schema.ServiceEntry, "a", "se") == nil {
+		t.Error("the ServiceEntry, a kind the store did not hold, is missing")
+	}
+	// The original is as it was.
+	if got, want := names(s.List(schema.Gateway, "")), []string{"a/x", "b/y"}; !slices.Equal(got, want) {
+		t.Errorf("original Gateways = %v, want %v", got, want)
+	}
+	if h := s.Get(schema.Gateway, "a", "x").Spec.(*networking.Gateway).GetServers()[0].GetHosts()[0]; h != "old.example.com" {
+		t.Errorf("original a/x has host %q after With", h)
+	}
+	if s.Get(schema.VirtualService, "a", "v") == nil || s.Get(schema.ServiceEntry, "a", "se") != nil {
+		t.Error("With changed the original's other kinds")
+	}
+}

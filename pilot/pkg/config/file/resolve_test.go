@@ -1,0 +1,172 @@
+package file
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// A scan that changed a few files resolves only their keys (resolveChanged)
+// unless one of those keys is defined twice. Random edits to a handful of
+// files that share a few names (so duplicates come and go, within a file
+// and across files, with invalid and unparsable documents among them) must
+// leave the controller exactly where resolving everything would: the same
+// objects, index, duplicates and problems, and handlers told exactly the
+// difference.
+func TestChangedFilesResolveAsEverything(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 2026))
+	const files = 6
+	doc := func() string {
+		name := fmt.Sprintf("vs%d", rng.IntN(5))
+		host := fmt.Sprintf("h%d.example.com", rng.IntN(2))
+		switch r := rng.IntN(20); {
+		case r < 12:
+			return virtualService("default", name, host)
+		case r < 16:
+			return serviceEntry("default", fmt.Sprintf("se%d", rng.IntN(3)), host)
+		case r < 18:
+			return invalid(virtualService("default", name, host), "spec.hosts")
+		case r < 19:
+			return "kind: [unterminated\n"
+		case r < 20 && rng.IntN(2) == 0:
+			return httpRoute("default", fmt.Sprintf("r%d", rng.IntN(2)), host)
+		default:
+			return gateway("default", fmt.Sprintf("gw%d", rng.IntN(2)), 80+rng.IntN(2))
+		}
+	}
+	content := func() string {
+		var ds []string
+		for range rng.IntN(4) {
+			ds = append(ds, doc())
+		}
+		return docs(ds...)
+	}
+	initial := map[string]string{}
+	for i := range files {
+		initial[fmt.Sprintf("f%d.yaml", i)] = content()
+	}
+	e, rec, clk := settleEnv(t, initial)
+	view := map[config.Key]config.Config{}
+	apply := func() {
+		for {
+			select {
+			case ev := <-rec.ch:
+				k := ev.cur.Key()
+				switch ev.event {
+				case model.EventAdd, model.EventUpdate:
+					view[k] = ev.cur
+				case model.EventDelete:
+					delete(view, k)
+				}
+			default:
+				return
+			}
+		}
+	}
+	e.flush()
+	apply()
+
+	for step := range 300 {
+		for range 1 + rng.IntN(2) {
+			f := fmt.Sprintf("f%d.yaml", rng.IntN(files))
+			if rng.IntN(6) == 0 {
+				e.remove(f)
+			} else {
+				e.write(f, content())
+			}
+		}
+		e.scanNow()
+		clk.Step(2 * defaultEmptyGrace) // past the settle window and the empty grace
+		e.c.rescanPending()
+		e.flush()
+		apply()
+		checkResolution(t, step, e.c, view)
+	}
+	e.c.scanMu.Lock()
+	n := e.c.resolved
+	e.c.scanMu.Unlock()
+	if n.changed < 100 || n.full < 20 {
+		t.Errorf("scans resolved %d times for the changed files and %d times in full; the test must exercise both", n.changed, n.full)
+	}
+	t.Logf("resolved %d times for the changed files, %d times in full", n.changed, n.full)
+}
+
+// checkResolution holds c to a full resolution of its files, and view (the
+// handlers' picture) to its objects.
+func checkResolution(t *testing.T, step int, c *Controller, view map[config.Key]config.Config) {
+	t.Helper()
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
+	full := resolve(c.files)
+	same := func(a, b config.Config) bool { return a.Source == b.Source && a.Spec == b.Spec }
+	if !maps.EqualFunc(c.objects, full.objects, same) {
+		t.Fatalf("step %d: objects %v, resolving everything gives %v", step, sources(c.objects), sources(full.objects))
+	}
+	if !maps.Equal(c.dups, full.dups) {
+		t.Fatalf("step %d: duplicate keys %v, want %v", step, c.dups, full.dups)
+	}
+	want := memory.New(slices.Collect(maps.Values(full.objects)))
+	for _, k := range schema.Kinds() {
+		if got, exp := c.List(k, ""), want.List(k, ""); !slices.EqualFunc(got, exp, same) {
+			t.Fatalf("step %d: List(%s) = %v, want %v", step, k, keysOf(got), keysOf(exp))
+		}
+	}
+	gwObjs, gwProblems := resolveGatewayAPI(c.files)
+	problems := slices.Concat(c.walkProblems, fileErrors(c.files), full.dupProblems, gwProblems)
+	sortErrors(problems)
+	errText := func(errs []*config.Error) []string {
+		var out []string
+		for _, e := range errs {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	if got, exp := errText(c.ConfigErrors()), errText(problems); !slices.Equal(got, exp) {
+		t.Fatalf("step %d: problems\n%q\nwant\n%q", step, got, exp)
+	}
+	gwKey := func(o manifest.GatewayAPIObject) string { return o.Key() + " " + o.Source }
+	if got := c.GatewayAPIObjects(); !slices.Equal(mapped(got, gwKey), mapped(gwObjs, gwKey)) {
+		t.Fatalf("step %d: Gateway API objects %v, want %v", step, mapped(got, gwKey), mapped(gwObjs, gwKey))
+	}
+	if !maps.EqualFunc(view, full.objects, config.SameContent) {
+		t.Fatalf("step %d: handlers were told %v, the store holds %v", step, keyNames(slices.Collect(maps.Values(view))), keyNames(slices.Collect(maps.Values(full.objects))))
+	}
+}
+
+// sources renders objects as their keys and sources, sorted.
+func sources(objects map[config.Key]config.Config) []string {
+	var out []string
+	for k, obj := range objects {
+		out = append(out, k.String()+" from "+obj.Source)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func mapped[T any](in []T, f func(T) string) []string {
+	out := make([]string, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
+	}
+	return out
+}
+
+func httpRoute(ns, name, host string) string {
+	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  hostnames:
+  - %s
+`, name, ns, host)
+}
