@@ -141,18 +141,18 @@ func TestUpperCaseHeaderNamesAreLowerCasedWithAWarning(t *testing.T) {
 }
 
 func TestDuplicateDomainIsLeftOut(t *testing.T) {
-	claimed := map[string]string{}
-	if d := duplicateDomain(claimed, &routev3.VirtualHost{Name: "a.com:80", Domains: []string{"a.com"}}); d != "" {
+	claimed := newClaims(4)
+	if d, _ := claimed.duplicate(&routev3.VirtualHost{Name: "a.com:80", Domains: []string{"a.com"}}); d != "" {
 		t.Fatalf("first virtual host reported duplicate %q", d)
 	}
-	if d := duplicateDomain(claimed, &routev3.VirtualHost{Name: "other:80", Domains: []string{"b.com", "a.com"}}); d != "a.com" {
-		t.Errorf("duplicate = %q, want a.com", d)
+	if d, owner := claimed.duplicate(&routev3.VirtualHost{Name: "other:80", Domains: []string{"b.com", "a.com"}}); d != "a.com" || owner != "a.com:80" {
+		t.Errorf("duplicate = %q held by %q, want a.com held by a.com:80", d, owner)
 	}
-	if d := duplicateDomain(claimed, &routev3.VirtualHost{Name: "a.com:80", Domains: []string{"c.com"}}); d != "name a.com:80" {
-		t.Errorf("duplicate = %q, want the name", d)
+	if d, owner := claimed.duplicate(&routev3.VirtualHost{Name: "a.com:80", Domains: []string{"c.com"}}); d != "name a.com:80" || owner != "a.com:80" {
+		t.Errorf("duplicate = %q held by %q, want the name", d, owner)
 	}
 	// A rejected virtual host claims nothing.
-	if d := duplicateDomain(claimed, &routev3.VirtualHost{Name: "b.com:80", Domains: []string{"b.com"}}); d != "" {
+	if d, _ := claimed.duplicate(&routev3.VirtualHost{Name: "b.com:80", Domains: []string{"b.com"}}); d != "" {
 		t.Errorf("b.com reported duplicate %q", d)
 	}
 }

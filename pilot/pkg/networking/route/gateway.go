@@ -154,16 +154,16 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 	// Envoy rejects a whole route table in which two virtual hosts share a
 	// domain or a name. Hosts are keyed lower-cased, so this cannot happen
 	// today; the check keeps a future change from costing every route.
-	claimed := map[string]string{}
+	claimed := newClaims(len(vhosts))
 	for _, h := range sortedKeys(vhosts) {
 		vh := vsCache.virtualHost(assembleVirtualHost(vhosts[h], port, r))
 		if vh == nil {
 			continue
 		}
-		if dup := duplicateDomain(claimed, vh); dup != "" {
+		if dup, owner := claimed.duplicate(vh); dup != "" {
 			if c := vhosts[h].contribs; len(c) > 0 {
 				r.errorf(c[0].vs, "spec.hosts", "host %s on port %d: domain %s is already served by virtual host %s; left out, as Envoy would reject the route table",
-					h, port, dup, claimed[dup])
+					h, port, dup, owner)
 			}
 			continue
 		}
@@ -189,19 +189,33 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 	}
 }
 
-// duplicateDomain returns a domain (or the name) of vh that claimed already
-// holds, or else records them all as vh's and returns "".
-func duplicateDomain(claimed map[string]string, vh *routev3.VirtualHost) string {
-	keys := append([]string{"name " + vh.GetName()}, vh.GetDomains()...)
-	for _, k := range keys {
-		if _, ok := claimed[k]; ok {
-			return k
+// claims are the names and domains of a route table's virtual hosts so
+// far, each with the virtual host that holds it.
+type claims struct{ names, domains map[string]string }
+
+// newClaims sizes the maps for n virtual hosts (Istio gives each two
+// domains), so building them leaves no grown-out tables behind.
+func newClaims(n int) claims {
+	return claims{names: make(map[string]string, n), domains: make(map[string]string, 2*n)}
+}
+
+// duplicate returns a domain (or "name N") of vh that is claimed already,
+// with the virtual host that holds it, or else claims them all for vh and
+// returns "".
+func (c claims) duplicate(vh *routev3.VirtualHost) (dup, owner string) {
+	if owner, ok := c.names[vh.GetName()]; ok {
+		return "name " + vh.GetName(), owner
+	}
+	for _, d := range vh.GetDomains() {
+		if owner, ok := c.domains[d]; ok {
+			return d, owner
 		}
 	}
-	for _, k := range keys {
-		claimed[k] = vh.GetName()
+	c.names[vh.GetName()] = vh.GetName()
+	for _, d := range vh.GetDomains() {
+		c.domains[d] = vh.GetName()
 	}
-	return ""
+	return "", ""
 }
 
 // assembleVirtualHost orders one host's routes: VirtualServices oldest
