@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -59,8 +60,17 @@ func TestRouteConfigEncodingMatchesMarshal(t *testing.T) {
 			if e.sum() != sha256.Sum256(want) {
 				t.Errorf("round %d, %s: hash of the parts differs from the encoding's", round, rc.GetName())
 			}
-			if b := e.bytes(); !bytes.Equal(b, want) || cap(b) != len(want) {
+			b := e.bytes()
+			if !bytes.Equal(b, want) || cap(b) != len(want) {
 				t.Errorf("round %d, %s: bytes() gives %d bytes in a buffer of %d, want %d in %d", round, rc.GetName(), len(b), cap(b), len(want), len(want))
+			}
+			// Once adopted, the virtual hosts' kept bytes are the route
+			// configuration's own (the next round encodes from them).
+			v.adopt(e, b)
+			for i, x := range e.vhosts {
+				if !sliceWithin(x.b, b) {
+					t.Errorf("round %d, %s: virtual host %d keeps bytes of its own, not the route configuration's", round, rc.GetName(), i)
+				}
 			}
 			if (v.validate(rc) == nil) != (rc.ValidateAll() == nil) {
 				t.Errorf("round %d, %s: validate says %v, ValidateAll %v", round, rc.GetName(), v.validate(rc), rc.ValidateAll())
@@ -75,6 +85,38 @@ func TestRouteConfigEncodingMatchesMarshal(t *testing.T) {
 			t.Errorf("invalid virtual host: validate %v, ValidateAll %v", err, bad.ValidateAll())
 		}
 	}
+}
+
+// An interned route configuration holds its virtual hosts' bytes once:
+// the kept encodings are slices of the resource's value, for the first
+// route configuration and for one built after a change.
+func TestInternedRouteConfigurationKeepsVirtualHostsOnce(t *testing.T) {
+	cfgs := benchWorkload(20)
+	in := newInterner(nil)
+	for round, cs := range [][]config.Config{cfgs, func() []config.Config { next, _ := changeOneVirtualService(cfgs, 3, 1); return next }()} {
+		push := model.NewPushContext(newTestStore(cs...))
+		rc := CoreGenerator{}.BuildGateway(push, push.Gateways(), model.SecretScope{}).Routes[0]
+		in.rotate(rdsIdx)
+		r, err := in.intern(rdsIdx, "", rc.GetName(), rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, vh := range rc.GetVirtualHosts() {
+			x := in.vhosts.cur[vh]
+			if x == nil || !sliceWithin(x.b, r.any.GetValue()) {
+				t.Errorf("round %d: virtual host %d keeps bytes of its own, not the route configuration's", round, i)
+			}
+		}
+	}
+}
+
+// sliceWithin reports whether part's bytes lie inside whole's.
+func sliceWithin(part, whole []byte) bool {
+	if len(part) == 0 || len(whole) == 0 {
+		return len(part) == 0
+	}
+	p, w := uintptr(unsafe.Pointer(unsafe.SliceData(part))), uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
+	return p >= w && p+uintptr(len(part)) <= w+uintptr(len(whole))
 }
 
 // TestOneVirtualServiceChangeTranslatesOne changes one VirtualService of

@@ -482,6 +482,7 @@ func (in *interner) intern(t int, scope, name string, msg proto.Message) (*res, 
 	var value []byte
 	if rcEnc != nil {
 		value = rcEnc.bytes()
+		in.vhosts.adopt(rcEnc, value)
 	} else {
 		value = slices.Clone(b)
 	}
