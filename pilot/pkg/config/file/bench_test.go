@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
@@ -22,11 +23,21 @@ func BenchmarkOneFileChange(b *testing.B) {
 			if err := workload.Write(dir, workload.Options{Services: n}); err != nil {
 				b.Fatal(err)
 			}
+			heap := func() float64 {
+				runtime.GC()
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				return float64(m.HeapAlloc) / (1 << 20)
+			}
+			base := heap()
 			c, err := New(Options{Dir: dir, Settle: time.Nanosecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), disableWatch: true})
 			if err != nil {
 				b.Fatal(err)
 			}
 			c.scan(true)
+			// What the controller holds for the folder: the objects, their
+			// index, and each file's state.
+			held := heap() - base
 			if got := len(c.List(schema.VirtualService, "")); got != n {
 				b.Fatalf("%d VirtualServices loaded, want %d", got, n)
 			}
@@ -47,6 +58,8 @@ func BenchmarkOneFileChange(b *testing.B) {
 			if vs == nil {
 				b.Fatal("app-0 missing")
 			}
+			runtime.KeepAlive(c)
+			b.ReportMetric(held, "held-MB")
 		})
 	}
 }

@@ -35,7 +35,7 @@ func resolve(files map[string]*fileState) resolution {
 		st := files[p]
 		for _, obj := range st.objects {
 			key := obj.Key()
-			ts := st.seen[key]
+			ts, _ := st.seen.get(key)
 			if first, dup := seen[key]; dup && !ts.Before(first) {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -169,4 +170,40 @@ spec:
   hostnames:
   - %s
 `, name, ns, host)
+}
+
+// stamps keeps a few keys in a list and more in a map; either way each key
+// has the stamp it was last given.
+func TestStampsGetSetAll(t *testing.T) {
+	var s stamps
+	key := func(i int) config.Key {
+		return config.Key{Kind: schema.VirtualService, Namespace: "default", Name: fmt.Sprintf("vs%d", i)}
+	}
+	at := func(i int) time.Time { return time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC) }
+	for n := 1; n <= 3*stampsListMax; n++ {
+		s.set(key(n-1), at(n-1))
+		s.set(key(0), at(100)) // a key set again keeps one entry
+		if (s.index != nil) != (n > stampsListMax) {
+			t.Fatalf("%d keys: map in use %v", n, s.index != nil)
+		}
+		got := map[config.Key]time.Time{}
+		for k, ts := range s.all() {
+			got[k] = ts
+		}
+		if len(got) != n {
+			t.Fatalf("%d keys set, all() yields %d", n, len(got))
+		}
+		for i := range n {
+			want := at(i)
+			if i == 0 {
+				want = at(100)
+			}
+			if ts, ok := s.get(key(i)); !ok || !ts.Equal(want) || !got[key(i)].Equal(want) {
+				t.Fatalf("%d keys: key %d has %v (%v), all() %v; want %v", n, i, ts, ok, got[key(i)], want)
+			}
+		}
+		if _, ok := s.get(key(n)); ok {
+			t.Fatalf("%d keys: a key never set has a stamp", n)
+		}
+	}
 }

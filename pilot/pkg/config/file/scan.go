@@ -30,7 +30,7 @@ type fileState struct {
 	// seen is when each of the file's keys was first seen in it: the
 	// order in which conflicting definitions are served, and the creation
 	// time of objects whose manifest does not give one.
-	seen map[config.Key]time.Time
+	seen stamps
 	// stat is the file's metadata just before the read of the content
 	// accepted (see stat.go); the zero value never matches.
 	stat statStamp
@@ -307,7 +307,7 @@ func (c *Controller) gone(p string, prev *fileState, now time.Time, initial bool
 func (c *Controller) parse(p string, data []byte, sum [sha256.Size]byte, prev *fileState) *fileState {
 	parsed, parseErrs := manifest.ParseAll(p, data, c.opts.Parse)
 	objs := parsed.Configs
-	st := &fileState{sum: sum, errs: parseErrs, fresh: true, seen: map[config.Key]time.Time{}}
+	st := &fileState{sum: sum, errs: parseErrs, fresh: true}
 	st.empty = len(objs) == 0 && len(parsed.GatewayAPI) == 0 && len(parseErrs) == 0
 	st.gateway = newGatewayFileState(parsed.GatewayAPI, prev, keepGatewayPrev(parseErrs, prev))
 	keepPrev := len(parseErrs) > 0 && prev != nil
@@ -337,8 +337,8 @@ func (c *Controller) parse(p string, data []byte, sum [sha256.Size]byte, prev *f
 	}
 	if prev != nil {
 		for _, obj := range st.objects {
-			if ts, ok := prev.seen[obj.Key()]; ok {
-				st.seen[obj.Key()] = ts
+			if ts, ok := prev.seen.get(obj.Key()); ok {
+				st.seen.set(obj.Key(), ts)
 			}
 		}
 	}

@@ -116,7 +116,7 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 				held[obj.Key()] = true
 			}
 		}
-		for key, ts := range st.seen {
+		for key, ts := range st.seen.all() {
 			if !held[key] {
 				if old, ok := moved[key]; !ok || ts.Before(old) {
 					moved[key] = ts
@@ -128,7 +128,7 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 	// place.
 	if len(moved) > 0 {
 		for _, st := range files {
-			for key := range st.seen {
+			for key := range st.seen.all() {
 				delete(moved, key)
 			}
 		}
@@ -139,14 +139,14 @@ func (c *Controller) stampFresh(files map[string]*fileState) {
 		for i := range st.objects {
 			obj := &st.objects[i]
 			key := obj.Key()
-			ts, ok := st.seen[key]
+			ts, ok := st.seen.get(key)
 			if !ok {
 				if ts, ok = moved[key]; ok {
 					delete(moved, key)
 				} else {
 					ts = c.stamp()
 				}
-				st.seen[key] = ts
+				st.seen.set(key, ts)
 			}
 			if obj.CreationTimestamp.IsZero() {
 				obj.CreationTimestamp = ts
