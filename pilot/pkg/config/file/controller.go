@@ -116,9 +116,9 @@ type Controller struct {
 
 	// mu guards the store view read by Get, List and ConfigErrors. It runs
 	// ahead of what handlers have been told.
-	mu      sync.RWMutex
-	objects map[config.Key]config.Config
-	// index serves Get and List; rebuilt with objects on every scan.
+	mu sync.RWMutex
+	// index holds the objects in force and serves Get and List; a scan
+	// that changed a few files copies only their kinds' lists (With).
 	index *memory.Store
 	errs  []*config.Error
 	// gatewayAPI are the Gateway API objects in force (gatewayapi.go).
@@ -184,7 +184,6 @@ func New(opts Options) (*Controller, error) {
 		validate:  opts.validate,
 		files:     map[string]*fileState{},
 		reported:  map[string]bool{},
-		objects:   map[config.Key]config.Config{},
 		index:     memory.New(nil),
 		handlers:  map[schema.Kind][]model.EventHandler{},
 		delivered: map[config.Key]config.Config{},

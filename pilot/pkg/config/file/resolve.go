@@ -61,19 +61,20 @@ func resolve(files map[string]*fileState) resolution {
 }
 
 // resolveChanged is resolve for files that differ from old only at the
-// paths in changed, given prev, the resolution of old: it returns the
+// paths in changed, given the resolution of old (its duplicate keys, and
+// served, whether a key has an object in force): it returns the
 // keys those paths define or defined (sorted) with their objects now
-// (absent when gone), leaving prev as it is. Every other key keeps its
+// (absent when gone). Every other key keeps its
 // object. It holds only when none of those keys has a second definition,
 // before or after, so that each has at most one, which is in force; when
 // one has, ok is false and everything must be resolved again.
-func resolveChanged(prev resolution, old, files map[string]*fileState, changed []string) (keys []config.Key, now map[config.Key]config.Config, ok bool) {
+func resolveChanged(dups map[config.Key]bool, served func(config.Key) bool, old, files map[string]*fileState, changed []string) (keys []config.Key, now map[config.Key]config.Config, ok bool) {
 	defined := map[config.Key]bool{} // by the changed paths before
 	for _, p := range changed {
 		if st := old[p]; st != nil {
 			for _, obj := range st.objects {
 				k := obj.Key()
-				if prev.dups[k] {
+				if dups[k] {
 					return nil, nil, false
 				}
 				defined[k] = true
@@ -88,10 +89,10 @@ func resolveChanged(prev resolution, old, files map[string]*fileState, changed [
 		}
 		for _, obj := range st.objects {
 			k := obj.Key()
-			if _, twice := now[k]; twice || prev.dups[k] {
+			if _, twice := now[k]; twice || dups[k] {
 				return nil, nil, false
 			}
-			if _, served := prev.objects[k]; served && !defined[k] {
+			if !defined[k] && served(k) {
 				return nil, nil, false // an unchanged file defines it too
 			}
 			now[k] = obj

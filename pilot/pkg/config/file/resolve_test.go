@@ -108,8 +108,12 @@ func checkResolution(t *testing.T, step int, c *Controller, view map[config.Key]
 	defer c.scanMu.Unlock()
 	full := resolve(c.files)
 	same := func(a, b config.Config) bool { return a.Source == b.Source && a.Spec == b.Spec }
-	if !maps.EqualFunc(c.objects, full.objects, same) {
-		t.Fatalf("step %d: objects %v, resolving everything gives %v", step, sources(c.objects), sources(full.objects))
+	objects := map[config.Key]config.Config{}
+	for obj := range c.index.All() {
+		objects[obj.Key()] = obj
+	}
+	if !maps.EqualFunc(objects, full.objects, same) {
+		t.Fatalf("step %d: objects %v, resolving everything gives %v", step, sources(objects), sources(full.objects))
 	}
 	if !maps.Equal(c.dups, full.dups) {
 		t.Fatalf("step %d: duplicate keys %v, want %v", step, c.dups, full.dups)

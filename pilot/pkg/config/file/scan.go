@@ -135,7 +135,7 @@ func (c *Controller) rescanPending() {
 // they define, unless one of them is defined twice (resolveChanged).
 // Must be called with scanMu held.
 func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.Error, wake time.Time, initial bool) {
-	if !initial && c.objects != nil && sameStates(files, c.files) && slices.EqualFunc(walkProblems, c.walkProblems, sameError) {
+	if !initial && sameStates(files, c.files) && slices.EqualFunc(walkProblems, c.walkProblems, sameError) {
 		c.setWake(wake)
 		if c.opts.scanned != nil {
 			c.opts.scanned()
@@ -153,7 +153,7 @@ func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.
 	var now map[config.Key]config.Config
 	incremental := false
 	if !initial && c.dups != nil {
-		keys, now, incremental = resolveChanged(resolution{objects: c.objects, dups: c.dups}, old, files, changed)
+		keys, now, incremental = resolveChanged(c.dups, c.served, old, files, changed)
 	}
 	var res resolution
 	if incremental {
@@ -177,8 +177,11 @@ func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.
 	if incremental {
 		changes = c.applyChanged(keys, now)
 	} else {
-		changes = diff(c.objects, res.objects)
-		c.objects = res.objects
+		before := map[config.Key]config.Config{}
+		for obj := range c.index.All() {
+			before[obj.Key()] = obj
+		}
+		changes = diff(before, res.objects)
 		c.index = memory.New(slices.Collect(maps.Values(res.objects)))
 	}
 	c.errs = problems
@@ -206,26 +209,30 @@ func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.
 }
 
 // applyChanged puts the objects now in force at keys (absent: deleted)
-// into the store view in place, copies the index only for their kinds,
-// and returns the changes. Must be called with scanMu and mu held.
+// into the store view, copying the index only for their kinds, and
+// returns the changes. Must be called with scanMu and mu held.
 func (c *Controller) applyChanged(keys []config.Key, now map[config.Key]config.Config) []change {
 	before := make(map[config.Key]config.Config, len(keys))
 	var put []config.Config
 	var del []config.Key
 	for _, k := range keys {
-		if o, ok := c.objects[k]; ok {
-			before[k] = o
+		if o := c.index.Get(k.Kind, k.Namespace, k.Name); o != nil {
+			before[k] = *o
 		}
 		if n, ok := now[k]; ok {
-			c.objects[k] = n
 			put = append(put, n)
 		} else {
-			delete(c.objects, k)
 			del = append(del, k)
 		}
 	}
 	c.index = c.index.With(put, del)
 	return diffKeys(before, now, keys)
+}
+
+// served reports whether key has an object in force. Must be called with
+// scanMu held (scans alone change the index).
+func (c *Controller) served(key config.Key) bool {
+	return c.index.Get(key.Kind, key.Namespace, key.Name) != nil
 }
 
 // load returns the state of file p as of now, or nil if it no longer

@@ -5,6 +5,7 @@ package memory
 
 import (
 	"cmp"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -44,6 +45,19 @@ func New(configs []config.Config) *Store {
 
 func compareName(a, b config.Config) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// All yields every object, by kind, then namespace and name.
+func (s *Store) All() iter.Seq[config.Config] {
+	return func(yield func(config.Config) bool) {
+		for _, k := range slices.Sorted(maps.Keys(s.byKind)) {
+			for _, c := range s.byKind[k] {
+				if !yield(c) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // With returns a store holding s's objects with put added or replacing

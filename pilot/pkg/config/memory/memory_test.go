@@ -121,3 +121,23 @@ func TestWithPutsAndDeletesWithoutChangingTheOriginal(t *testing.T) {
 		t.Error("With changed the original's other kinds")
 	}
 }
+
+func TestAllYieldsEveryObjectByKindThenName(t *testing.T) {
+	vs := config.Config{Meta: config.Meta{Kind: schema.VirtualService, Namespace: "a", Name: "v"}, Spec: &networking.VirtualService{}}
+	s := New([]config.Config{vs, gw("b", "y"), gw("a", "x")})
+	var got []string
+	for c := range s.All() {
+		got = append(got, c.Key().String())
+	}
+	gws := []string{"Gateway a/x", "Gateway b/y"}
+	want := append(slices.Clone(gws), "VirtualService a/v")
+	if schema.VirtualService < schema.Gateway {
+		want = append([]string{"VirtualService a/v"}, gws...)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("All() = %v, want %v", got, want)
+	}
+	for range s.All() {
+		break // stopping early is allowed
+	}
+}
