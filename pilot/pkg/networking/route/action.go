@@ -10,7 +10,6 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -112,7 +111,7 @@ func translateRouteAction(ctx routeContext, in *networking.HTTPRoute, out *route
 
 	// Istio's gateway default is no timeout (0s disables Envoy's 15s one);
 	// gRPC's grpc-timeout header is capped by the same value.
-	timeout := durationpb.New(0)
+	timeout := sharedNoTimeout
 	if t := in.GetTimeout(); t != nil {
 		if t.AsDuration() < 0 {
 			p.errorf(field+".timeout", "must not be negative")
@@ -120,7 +119,7 @@ func translateRouteAction(ctx routeContext, in *networking.HTTPRoute, out *route
 		timeout = t
 	}
 	action.Timeout = timeout
-	action.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: timeout}
+	action.MaxStreamDuration = sharedStreamDurations.get(&routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: timeout})
 
 	if rw := in.GetRewrite(); rw != nil {
 		f := field + ".rewrite"
@@ -226,7 +225,7 @@ func weightedClusters(ctx routeContext, dsts []*networking.HTTPRouteDestination,
 		}
 		cw := &routev3.WeightedCluster_ClusterWeight{
 			Name:   rd.cluster,
-			Weight: wrapperspb.UInt32(uint32(d.GetWeight())),
+			Weight: weight(uint32(d.GetWeight())),
 		}
 		if d.GetHeaders() != nil {
 			ops := translateHeaders(d.GetHeaders(), f+".headers", p)

@@ -125,7 +125,7 @@ func translateRetries(in *networking.HTTPRetry, consistentHash bool, field strin
 		}
 		out.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: b}
 	}
-	return out
+	return sharedRetries.get(out)
 }
 
 // parseRetryOn splits retryOn into Envoy conditions and HTTP status codes

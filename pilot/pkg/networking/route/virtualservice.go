@@ -67,7 +67,7 @@ func buildVirtualServiceRoutes(ctx routeContext, gatewayKey string, r *reporter)
 				continue
 			}
 			rt := shallowRoute(tmpl)
-			rt.Match = rm
+			rt.Match = sharedMatches.get(rm)
 			if m.GetName() != "" {
 				rt.Name = http.GetName() + "." + m.GetName()
 			}

@@ -1,0 +1,78 @@
+package route
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Routes of different VirtualServices with the same match, retries,
+// timeout and weights share those parts; a different value gets its own.
+func TestRoutesShareEqualParts(t *testing.T) {
+	http := func(name, timeout string) string {
+		return "name: " + name + `
+    match: [{headers: {x-canary: {exact: "true"}}}]
+    timeout: ` + timeout + `
+    retries: {attempts: 3, perTryTimeout: 2s}
+    route:
+    - {destination: {host: reviews.default.svc.cluster.local, subset: v1}, weight: 90}
+    - {destination: {host: reviews.default.svc.cluster.local, subset: v2}, weight: 10}`
+	}
+	a, b, c := oneRoute(t, http("a", "5s")), oneRoute(t, http("b", "5s")), oneRoute(t, http("c", "7s"))
+	if a == b {
+		t.Fatal("the routes themselves are one object")
+	}
+	if a.GetMatch() != b.GetMatch() {
+		t.Error("equal matches are two objects")
+	}
+	if a.GetRoute().GetRetryPolicy() != b.GetRoute().GetRetryPolicy() {
+		t.Error("equal retry policies are two objects")
+	}
+	if a.GetRoute().GetMaxStreamDuration() != b.GetRoute().GetMaxStreamDuration() {
+		t.Error("equal stream durations are two objects")
+	}
+	if c.GetRoute().GetMaxStreamDuration() == a.GetRoute().GetMaxStreamDuration() ||
+		c.GetRoute().GetMaxStreamDuration().GetGrpcTimeoutHeaderMax().AsDuration() != 7*time.Second {
+		t.Errorf("a 7s timeout got %v", c.GetRoute().GetMaxStreamDuration())
+	}
+	wa, wb := a.GetRoute().GetWeightedClusters().GetClusters(), b.GetRoute().GetWeightedClusters().GetClusters()
+	if len(wa) != 2 || wa[0].GetWeight() != wb[0].GetWeight() || wa[0].GetWeight().GetValue() != 90 || wa[1].GetWeight().GetValue() != 10 {
+		t.Errorf("weights %v and %v", wa, wb)
+	}
+	noTimeout := oneRoute(t, "name: d\n    route: [{destination: {host: reviews.default.svc.cluster.local}}]").GetRoute()
+	if noTimeout.GetTimeout() != sharedNoTimeout || noTimeout.GetTimeout().AsDuration() != 0 {
+		t.Errorf("a route without a timeout has %v", noTimeout.GetTimeout())
+	}
+}
+
+// The table does not keep a part alive: once nothing holds it, its entry
+// goes, and an equal part made later is shared from then on.
+func TestCanonForgetsPartsNoRouteHolds(t *testing.T) {
+	var c canon[routev3.RouteMatch, *routev3.RouteMatch]
+	m := c.get(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/gone"}})
+	if again := c.get(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/gone"}}); again != m {
+		t.Fatal("an equal match was not shared")
+	}
+	kept := c.get(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/kept"}})
+	if c.size() != 2 {
+		t.Fatalf("%d entries, want 2", c.size())
+	}
+	m = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for c.size() != 1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.size() != 1 {
+		t.Fatalf("%d entries after the match was dropped, want 1", c.size())
+	}
+	if got := c.get(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/kept"}}); got != kept {
+		t.Error("the match still held is not shared any more")
+	}
+	if !proto.Equal(kept, &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/kept"}}) {
+		t.Errorf("kept match changed: %v", kept)
+	}
+}
