@@ -33,10 +33,13 @@ type body struct {
 	deltas  []*discovery.Resource // delta
 	removed []string              // delta
 
-	once       sync.Once
-	head, tail []byte
-	err        error
-	encoded    func(typeURL string) // counts serializations
+	once sync.Once
+	// head is in parts: a large resource's bytes are its Any's own
+	// (see bodyenc.go).
+	head    [][]byte
+	tail    []byte
+	err     error
+	encoded func(typeURL string) // counts serializations
 
 	sizeOnce sync.Once
 	size     int // the serialized size without the nonce
@@ -133,10 +136,19 @@ func (b *body) frame(nonce string) (*wire.Frame, error) {
 
 func (b *body) encode() {
 	opts := proto.MarshalOptions{Deterministic: true}
+	var ok bool
 	if !b.delta {
-		b.head, b.err = opts.Marshal(&discovery.DiscoveryResponse{VersionInfo: b.version, Resources: b.anys, TypeUrl: b.typeURL})
+		if b.head, ok = sotwParts(b.version, b.typeURL, b.anys); !ok {
+			var whole []byte
+			whole, b.err = opts.Marshal(&discovery.DiscoveryResponse{VersionInfo: b.version, Resources: b.anys, TypeUrl: b.typeURL})
+			b.head = [][]byte{whole}
+		}
 	} else {
-		b.head, b.err = opts.Marshal(&discovery.DeltaDiscoveryResponse{SystemVersionInfo: b.version, Resources: b.deltas, TypeUrl: b.typeURL})
+		if b.head, ok = deltaParts(b.version, b.typeURL, b.deltas); !ok {
+			var whole []byte
+			whole, b.err = opts.Marshal(&discovery.DeltaDiscoveryResponse{SystemVersionInfo: b.version, Resources: b.deltas, TypeUrl: b.typeURL})
+			b.head = [][]byte{whole}
+		}
 		if b.err == nil {
 			b.tail, b.err = opts.Marshal(&discovery.DeltaDiscoveryResponse{RemovedResources: b.removed})
 		}

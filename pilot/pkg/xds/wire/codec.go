@@ -27,20 +27,25 @@ import (
 // DeltaDiscoveryResponse.
 const NonceField = 5
 
-// Frame is a discovery response in wire form: Head, then the nonce field
-// (when Nonce is not empty), then Tail. Head and Tail are shared by every
-// stream and must not change. When Head holds the fields numbered below 5
-// and Tail those above, the bytes are exactly what a deterministic proto
-// marshal of the whole response gives.
+// Frame is a discovery response in wire form: Head (its parts one after
+// the other), then the nonce field (when Nonce is not empty), then Tail.
+// Head and Tail are shared by every stream and must not change. When Head
+// holds the fields numbered below 5 and Tail those above, the bytes are
+// exactly what a deterministic proto marshal of the whole response gives.
+// Head is in parts so that a large resource's bytes are written from where
+// they are kept rather than copied into the response once more.
 type Frame struct {
-	Head  []byte
+	Head  [][]byte
 	Nonce string
 	Tail  []byte
 }
 
 // Len is the size of the frame on the wire.
 func (f *Frame) Len() int {
-	n := len(f.Head) + len(f.Tail)
+	n := len(f.Tail)
+	for _, p := range f.Head {
+		n += len(p)
+	}
 	if f.Nonce != "" {
 		n += protowire.SizeTag(NonceField) + protowire.SizeBytes(len(f.Nonce))
 	}
@@ -49,7 +54,9 @@ func (f *Frame) Len() int {
 
 // Append appends the frame's bytes to b.
 func (f *Frame) Append(b []byte) []byte {
-	b = append(b, f.Head...)
+	for _, p := range f.Head {
+		b = append(b, p...)
+	}
 	b = appendNonce(b, f.Nonce)
 	return append(b, f.Tail...)
 }
@@ -89,9 +96,11 @@ func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 	if f == nil {
 		return nil, fmt.Errorf("wire: nil frame")
 	}
-	out := make(mem.BufferSlice, 0, 3)
-	if len(f.Head) > 0 {
-		out = append(out, mem.SliceBuffer(f.Head))
+	out := make(mem.BufferSlice, 0, len(f.Head)+2)
+	for _, p := range f.Head {
+		if len(p) > 0 {
+			out = append(out, mem.SliceBuffer(p))
+		}
 	}
 	if f.Nonce != "" {
 		out = append(out, mem.SliceBuffer(appendNonce(nil, f.Nonce)))
