@@ -106,3 +106,50 @@ func TestLeadingDelayNotBelowQuietPeriodIsIgnored(t *testing.T) {
 	h.step(time.Millisecond)
 	h.expectFire([]string{"a"}, 20*time.Millisecond)
 }
+
+// Flush: a lone batch the source says is whole fires at once; an event
+// after the flush makes it wait its leading delay again; a batch in a
+// burst keeps its quiet period.
+func TestFlushFiresAWholeLoneBatchAtOnce(t *testing.T) {
+	h := newHarness(t, adaptiveOptions())
+	h.run()
+	h.enqueue("a")
+	h.enqueue("b")
+	h.expectNoFire()
+	h.d.Flush()
+	h.settle()
+	h.expectFire([]string{"a", "b"}, 0)
+
+	// Flushed, then more of it: the leading delay again, from the last event.
+	h.step(200 * time.Millisecond)
+	h.enqueue("c")
+	h.d.Flush()
+	h.enqueue("d")
+	h.step(9 * time.Millisecond)
+	h.expectNoFire()
+	h.step(time.Millisecond)
+	h.expectFire([]string{"c", "d"}, 10*time.Millisecond)
+
+	// A batch within the quiet period of the last is a burst's: Flush does
+	// not cut its quiet period short.
+	h.step(20 * time.Millisecond)
+	h.enqueue("e")
+	h.d.Flush()
+	h.settle()
+	h.expectNoFire()
+	h.step(99 * time.Millisecond)
+	h.expectNoFire()
+	h.step(time.Millisecond)
+	h.expectFire([]string{"e"}, 100*time.Millisecond)
+
+	// Flush with nothing pending fires nothing, and the next lone event
+	// waits its leading delay as usual.
+	h.step(200 * time.Millisecond)
+	h.d.Flush()
+	h.settle()
+	h.expectNoFire()
+	h.enqueue("f")
+	h.expectNoFire()
+	h.step(10 * time.Millisecond)
+	h.expectFire([]string{"f"}, 10*time.Millisecond)
+}

@@ -82,6 +82,9 @@ type Debouncer[T any] struct {
 	// lone is set when the pending batch began after a quiet spell, so it
 	// waits only the leading delay.
 	lone bool
+	// complete is set by Flush: the pending lone batch is whole and fires
+	// without waiting out its leading delay.
+	complete bool
 }
 
 // New returns a Debouncer. merge combines an earlier value a with a later
@@ -123,6 +126,23 @@ func (d *Debouncer[T]) Enqueue(v T) {
 	d.count++
 	d.last = now
 	d.seen = true
+	d.complete = false
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Flush tells the debouncer that the events enqueued so far are a whole
+// batch, as a source that delivers changes in batches knows (file mode:
+// every change one rescan found). A lone batch then fires at once instead
+// of at the end of its leading delay, which exists only to catch the rest
+// of such a batch; a batch in a burst still waits its quiet period, and an
+// event enqueued after Flush makes the batch wait as usual again.
+func (d *Debouncer[T]) Flush() {
+	d.mu.Lock()
+	d.complete = d.count > 0 && d.lone
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -167,6 +187,9 @@ func (d *Debouncer[T]) take() (v T, n int, waited time.Duration, deadline time.T
 	if d.lone {
 		wait = d.leading
 	}
+	if d.complete {
+		wait = 0
+	}
 	deadline = d.last.Add(wait)
 	if capAt := d.first.Add(d.maxDelay); capAt.Before(deadline) {
 		deadline = capAt
@@ -176,7 +199,7 @@ func (d *Debouncer[T]) take() (v T, n int, waited time.Duration, deadline time.T
 	}
 	v, n, waited = d.pending, d.count, now.Sub(d.first)
 	var zero T
-	d.pending, d.count = zero, 0
+	d.pending, d.count, d.complete = zero, 0, false
 	return v, n, waited, time.Time{}, true
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
@@ -62,8 +63,9 @@ func NewServer(opts Options) (s *Server, err error) {
 		WarmGateways:     opts.WarmGateways,
 	}
 	var (
-		store model.ConfigStoreController
-		kube  *kubeMode
+		store   model.ConfigStoreController
+		kube    *kubeMode
+		fileCtl *file.Controller // file mode's
 	)
 	if opts.kubernetesMode() {
 		var sources []model.ConfigStoreController
@@ -87,10 +89,11 @@ func NewServer(opts Options) (s *Server, err error) {
 			xopts.GatewayAPIStatus = kube.gatewayAPI.Status
 		}
 	} else {
-		fs, _, err := newFileStore(opts)
+		fs, fc, err := newFileStore(opts)
 		if err != nil {
 			return nil, fmt.Errorf("config source: %w", err)
 		}
+		fileCtl = fc
 		store = fs
 		xopts.Store, xopts.Errors = fs, fs
 		xopts.GatewayAPIStatus = fs.gatewayAPIStatus()
@@ -104,6 +107,11 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.DebugAuth = &security.DebugAuth{Tokens: sec.tokens, AdminNamespaces: opts.Security.DebugAdminNamespaces}
 	}
 	ds := xds.NewDiscoveryServer(xopts)
+	if fileCtl != nil {
+		// A rescan's changes are one batch: a lone edit is pushed as soon as
+		// all of it has reached the handlers.
+		fileCtl.OnBatch(ds.ConfigBatchComplete)
+	}
 	if kube != nil {
 		if err = kube.addIstioStatus(opts, ds, sec.caPEM); err != nil {
 			return nil, err

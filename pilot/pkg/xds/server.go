@@ -322,6 +322,14 @@ func (s *DiscoveryServer) ConfigUpdate(req *model.PushRequest) {
 	s.debouncer.Enqueue(req)
 }
 
+// ConfigBatchComplete tells the server that the config changes given to
+// ConfigUpdate so far are a whole batch (all that one rescan of the config
+// folder found): a lone change is then pushed at once rather than after
+// the debouncer's leading delay (see debounce.Debouncer.Flush).
+func (s *DiscoveryServer) ConfigBatchComplete() {
+	s.debouncer.Flush()
+}
+
 // Synced tells the server the store has delivered its first full load: the
 // first full push is queued. Later calls do nothing.
 func (s *DiscoveryServer) Synced() {

@@ -129,8 +129,10 @@ type Controller struct {
 	// told, so a late handler is replayed precisely that, no more, no less.
 	handlers  map[schema.Kind][]model.EventHandler
 	delivered map[config.Key]config.Config
-	// gatewayHandlers run after a scan that changed gatewayAPI.
+	// gatewayHandlers run after a scan that changed gatewayAPI;
+	// batchHandlers after every scan that changed anything (OnBatch).
 	gatewayHandlers []func()
+	batchHandlers   []func()
 
 	syncMu      sync.Mutex
 	loaded      bool // the initial load's events have run

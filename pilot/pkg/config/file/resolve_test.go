@@ -5,8 +5,11 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -209,5 +212,67 @@ func TestStampsGetSetAll(t *testing.T) {
 		if _, ok := s.get(key(n)); ok {
 			t.Fatalf("%d keys: a key never set has a stamp", n)
 		}
+	}
+}
+
+// OnBatch handlers run once per scan that changed something, after the
+// scan's events and after what their handlers queued; a scan that
+// changed nothing runs none.
+func TestOnBatchRunsAfterTheScansEventsAndTheirTasks(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, map[string]string{"a.yaml": virtualService("default", "a", "a.example.com")}, func(o *Options) {
+		o.Clock = clk
+		o.RescanInterval = time.Hour
+		o.disableWatch = true
+	})
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	e.c.RegisterEventHandler(schema.VirtualService, func(_, cur config.Config, ev model.Event) {
+		note(ev.String() + " " + cur.Name)
+		e.c.queue.Push(func() error { note("task of " + cur.Name); return nil })
+	})
+	e.c.OnBatch(func() { note("batch") })
+	e.run()
+	e.flush()
+	e.flush() // the batch task is queued by a task
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := log
+		log = nil
+		return out
+	}
+	// The initial load reaches handlers registered after New as a replay,
+	// ordered by registration; what matters is the scans after it.
+	if got := taken(); !slices.Contains(got, "add a") {
+		t.Fatalf("initial load: %q", got)
+	}
+
+	e.write("b.yaml", virtualService("default", "b", "b.example.com"))
+	e.write("c.yaml", virtualService("default", "c", "c.example.com"))
+	e.scanNow()
+	clk.Step(defaultSettle)
+	e.c.rescanPending()
+	e.flush()
+	e.flush()
+	// The batch comes last, after both events and both tasks (each task
+	// after its event).
+	got := taken()
+	idx := func(s string) int { return slices.Index(got, s) }
+	if len(got) != 5 || idx("batch") != 4 || idx("add b") < 0 || idx("add c") < 0 ||
+		idx("task of b") < idx("add b") || idx("task of c") < idx("add c") {
+		t.Fatalf("a scan with two new files: %q", got)
+	}
+
+	e.scanNow() // nothing changed
+	e.flush()
+	e.flush()
+	if got := taken(); len(got) != 0 {
+		t.Fatalf("a scan that changed nothing: %q", got)
 	}
 }

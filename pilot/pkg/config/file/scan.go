@@ -202,6 +202,9 @@ func (c *Controller) finish(files map[string]*fileState, walkProblems []*config.
 	if gatewayChanged {
 		c.queue.Push(c.deliverGatewayAPI)
 	}
+	if len(changes) > 0 || gatewayChanged {
+		c.queue.Push(c.batchDone)
+	}
 	c.setWake(wake)
 	if c.opts.scanned != nil {
 		c.opts.scanned()
