@@ -125,10 +125,7 @@ func TestFlushFiresAWholeLoneBatchAtOnce(t *testing.T) {
 	h.enqueue("c")
 	h.d.Flush()
 	h.enqueue("d")
-	h.step(9 * time.Millisecond)
-	h.expectNoFire()
-	h.step(time.Millisecond)
-	h.expectFire([]string{"c", "d"}, 10*time.Millisecond)
+	h.firesAfter(10*time.Millisecond, []string{"c", "d"})
 
 	// A batch within the quiet period of the last is a burst's: Flush does
 	// not cut its quiet period short.
@@ -136,11 +133,7 @@ func TestFlushFiresAWholeLoneBatchAtOnce(t *testing.T) {
 	h.enqueue("e")
 	h.d.Flush()
 	h.settle()
-	h.expectNoFire()
-	h.step(99 * time.Millisecond)
-	h.expectNoFire()
-	h.step(time.Millisecond)
-	h.expectFire([]string{"e"}, 100*time.Millisecond)
+	h.firesAfter(100*time.Millisecond, []string{"e"})
 
 	// Flush with nothing pending fires nothing, and the next lone event
 	// waits its leading delay as usual.
@@ -149,7 +142,16 @@ func TestFlushFiresAWholeLoneBatchAtOnce(t *testing.T) {
 	h.settle()
 	h.expectNoFire()
 	h.enqueue("f")
+	h.firesAfter(10*time.Millisecond, []string{"f"})
+}
+
+// firesAfter checks that the pending batch, enqueued now, fires d from
+// now and not a millisecond sooner.
+func (h *harness) firesAfter(d time.Duration, want []string) {
+	h.t.Helper()
 	h.expectNoFire()
-	h.step(10 * time.Millisecond)
-	h.expectFire([]string{"f"}, 10*time.Millisecond)
+	h.step(d - time.Millisecond)
+	h.expectNoFire()
+	h.step(time.Millisecond)
+	h.expectFire(want, d)
 }
