@@ -75,23 +75,19 @@ func (s *Store) With(put []config.Config, del []config.Key) *Store {
 		}
 		return out.byKind[k]
 	}
-	find := func(cs []config.Config, k config.Key) (int, bool) {
-		return slices.BinarySearchFunc(cs, k, func(c config.Config, k config.Key) int {
-			return cmp.Or(strings.Compare(c.Namespace, k.Namespace), strings.Compare(c.Name, k.Name))
-		})
-	}
 	for _, k := range del {
-		if i, ok := find(s.byKind[k.Kind], k); ok {
-			cs := list(k.Kind)
-			if i, ok = find(cs, k); ok {
-				out.byKind[k.Kind] = slices.Delete(cs, i, i+1)
-			}
+		if _, ok := search(s.byKind[k.Kind], k.Namespace, k.Name); !ok {
+			continue // nothing to copy the list for
+		}
+		cs := list(k.Kind)
+		if i, ok := search(cs, k.Namespace, k.Name); ok {
+			out.byKind[k.Kind] = slices.Delete(cs, i, i+1)
 		}
 	}
 	for _, c := range put {
 		k := c.Key()
 		cs := list(k.Kind)
-		if i, ok := find(cs, k); ok {
+		if i, ok := search(cs, k.Namespace, k.Name); ok {
 			cs[i] = c
 		} else {
 			out.byKind[k.Kind] = slices.Insert(cs, i, c)
@@ -109,14 +105,20 @@ func (s *Store) With(put []config.Config, del []config.Key) *Store {
 // stored spec, which must not be mutated.
 func (s *Store) Get(kind schema.Kind, namespace, name string) *config.Config {
 	cs := s.byKind[kind]
-	i, ok := slices.BinarySearchFunc(cs, [2]string{namespace, name}, func(c config.Config, t [2]string) int {
-		return cmp.Or(strings.Compare(c.Namespace, t[0]), strings.Compare(c.Name, t[1]))
-	})
+	i, ok := search(cs, namespace, name)
 	if !ok {
 		return nil
 	}
 	c := cs[i]
 	return &c
+}
+
+// search finds namespace/name in cs, sorted by compareName: its index, or
+// where it would go.
+func search(cs []config.Config, namespace, name string) (int, bool) {
+	return slices.BinarySearchFunc(cs, [2]string{namespace, name}, func(c config.Config, t [2]string) int {
+		return cmp.Or(strings.Compare(c.Namespace, t[0]), strings.Compare(c.Name, t[1]))
+	})
 }
 
 // List returns the objects of kind in namespace ("" for all), sorted by
