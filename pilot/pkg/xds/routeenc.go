@@ -41,7 +41,9 @@ func (v *vhostBytes) rotate() {
 	v.prev, v.cur = v.cur, make(map[*routev3.VirtualHost]*vhostEnc, len(v.cur))
 }
 
-func (v *vhostBytes) entry(vh *routev3.VirtualHost) (*vhostEnc, error) {
+// entry returns vh's kept encoding, and its bytes as they are now (adopt
+// may move them), encoding vh when it is new.
+func (v *vhostBytes) entry(vh *routev3.VirtualHost) (*vhostEnc, []byte, error) {
 	v.mu.Lock()
 	e, ok := v.cur[vh]
 	if !ok {
@@ -49,13 +51,17 @@ func (v *vhostBytes) entry(vh *routev3.VirtualHost) (*vhostEnc, error) {
 			v.cur[vh] = e
 		}
 	}
+	var b []byte
+	if ok {
+		b = e.b
+	}
 	v.mu.Unlock()
 	if ok {
-		return e, nil
+		return e, b, nil
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(vh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e = &vhostEnc{b: b}
 	v.mu.Lock()
@@ -64,7 +70,7 @@ func (v *vhostBytes) entry(vh *routev3.VirtualHost) (*vhostEnc, error) {
 	}
 	v.cur[vh] = e
 	v.mu.Unlock()
-	return e, nil
+	return e, b, nil
 }
 
 // validate is rc.ValidateAll with each virtual host validated once: a
@@ -72,7 +78,7 @@ func (v *vhostBytes) entry(vh *routev3.VirtualHost) (*vhostEnc, error) {
 // host's, so this finds what ValidateAll finds (the first problem).
 func (v *vhostBytes) validate(rc *routev3.RouteConfiguration) error {
 	for i, vh := range rc.GetVirtualHosts() {
-		e, err := v.entry(vh)
+		e, _, err := v.entry(vh)
 		if err != nil {
 			return err
 		}
@@ -138,13 +144,10 @@ func (v *vhostBytes) encode(rc *routev3.RouteConfiguration) (*routeConfigEnc, er
 		e.size += protowire.SizeTag(routeConfigNameField) + protowire.SizeBytes(len(e.name))
 	}
 	for _, vh := range rc.GetVirtualHosts() {
-		x, err := v.entry(vh)
+		x, b, err := v.entry(vh)
 		if err != nil {
 			return nil, err
 		}
-		v.mu.Lock()
-		b := x.b
-		v.mu.Unlock()
 		e.vhosts = append(e.vhosts, x)
 		e.parts = append(e.parts, b)
 		e.size += protowire.SizeTag(routeConfigVhostsField) + protowire.SizeBytes(len(b))
