@@ -100,16 +100,17 @@ func build(write func(p *partsBuilder) bool) ([][]byte, bool) {
 	return p.out, true
 }
 
-// anySize is the encoded size of a's two fields, and plain whether that
-// is all of a (no unknown fields).
-func anySize(a *anypb.Any) (size int, plain bool) {
+// anySize is the encoded size of a's two fields; when that is not
+// proto.Size(a), a has more (unknown fields) and is not written by hand.
+func anySize(a *anypb.Any) int {
+	size := 0
 	if a.GetTypeUrl() != "" {
 		size += protowire.SizeTag(anyTypeField) + protowire.SizeBytes(len(a.GetTypeUrl()))
 	}
 	if len(a.GetValue()) > 0 {
 		size += protowire.SizeTag(anyValueField) + protowire.SizeBytes(len(a.GetValue()))
 	}
-	return size, proto.Size(a) == size
+	return size
 }
 
 func (p *partsBuilder) any(a *anypb.Any) {
@@ -126,9 +127,9 @@ func sotwParts(version, typeURL string, anys []*anypb.Any) (parts [][]byte, ok b
 	return build(func(p *partsBuilder) bool {
 		p.field(respVersionField, version)
 		for _, a := range anys {
-			size, plain := anySize(a)
-			if !plain {
-				return false
+			size := anySize(a)
+			if p.counting && proto.Size(a) != size {
+				return false // checked once, on the counting pass
 			}
 			p.header(respResourceField, size)
 			p.any(a)
@@ -151,16 +152,15 @@ func deltaParts(version, typeURL string, resources []*discovery.Resource) (parts
 			}
 			var anyLen int
 			if r.GetResource() != nil {
-				n, plain := anySize(r.GetResource())
-				if !plain {
-					return false
-				}
-				anyLen = n
-				size += protowire.SizeTag(resResourceField) + protowire.SizeBytes(n)
+				anyLen = anySize(r.GetResource())
+				size += protowire.SizeTag(resResourceField) + protowire.SizeBytes(anyLen)
 			}
 			if r.GetName() != "" {
 				size += protowire.SizeTag(resNameField) + protowire.SizeBytes(len(r.GetName()))
 			}
+			// A Resource with more than these fields, or whose Any has more
+			// than its two, is bigger than size: checked once, on the
+			// counting pass.
 			if p.counting && proto.Size(r) != size {
 				return false
 			}
