@@ -131,31 +131,6 @@ func (c *Controller) OnGatewayAPIChange(f func()) {
 	})
 }
 
-// OnBatch registers f, run on the event queue after the events of every
-// scan that changed anything, once the tasks their handlers queued (a
-// Gateway API conversion) have run too: every change the scan found has
-// then reached its handlers. A push debouncer uses it to push a lone edit
-// without waiting for more of it.
-func (c *Controller) OnBatch(f func()) {
-	c.queue.Push(func() error {
-		c.batchHandlers = append(c.batchHandlers, f)
-		return nil
-	})
-}
-
-// batchDone is the queue task queued after a scan's events: it queues the
-// task telling the batch handlers, which so runs after whatever the
-// events' handlers queued.
-func (c *Controller) batchDone() error {
-	c.queue.Push(func() error {
-		for _, f := range c.batchHandlers {
-			f()
-		}
-		return nil
-	})
-	return nil
-}
-
 // deliverGatewayAPI is the queue task telling the Gateway API handlers.
 func (c *Controller) deliverGatewayAPI() error {
 	for _, f := range c.gatewayHandlers {
