@@ -74,6 +74,13 @@ type env struct {
 func newEnv(t *testing.T, files map[string]string, tweak func(*Options)) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}, scans: make(chan struct{}, 1000)}
+	// A failed test shows what the controller logged: a watch it could
+	// not add, a file it could not read.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller log:\n%s", e.logs.String())
+		}
+	})
 	for p, content := range files {
 		e.write(p, content)
 	}
