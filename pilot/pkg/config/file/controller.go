@@ -67,6 +67,9 @@ type Options struct {
 	disableWatch bool
 	// scanned, if set, is called after every scan (tests wait on it).
 	scanned func()
+	// walked, if set, is called with the directories watchTree found,
+	// before it adds their watches (tests make one in between).
+	walked func(dirs []string)
 }
 
 const defaultRescanInterval = 30 * time.Second

@@ -136,17 +136,17 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 // directory under the same path: its watch is dropped and added again, so
 // the new directory is watched at once rather than at the next rescan.
 //
+// A directory made inside a new one after the walk found the new one but
+// before its watch went on raised its event before anything watched: the
+// tree is walked again after every round that added a watch, until a walk
+// finds nothing new. Without that, a file written into it later went
+// unseen until the periodic rescan.
+//
 // It reports whether it added a watch: files written into that directory
 // before then raised no event, so the caller reads everything.
 func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	root := c.opts.Dir
-	want := walkTree(root).dirs
-	parent := filepath.Dir(root)
-	if parent != root {
-		want = append(want, parent)
-	}
 	// fsnotify drops the watch of a directory that is deleted; a new
 	// directory at the same path may reuse the inode number, so both the
 	// watch list and the identity are checked.
@@ -154,9 +154,36 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
 	for _, p := range w.WatchList() {
 		live[p] = true
 	}
-	wanted := map[string]bool{}
+	for {
+		want := c.watchable()
+		if c.opts.walked != nil {
+			c.opts.walked(want)
+		}
+		if !c.addWatches(w, want, live) {
+			c.dropWatches(w, want)
+			return added
+		}
+		added = true
+	}
+}
+
+// watchable returns the directories watchTree watches: Dir, every
+// directory under it, and Dir's parent.
+func (c *Controller) watchable() []string {
+	root := c.opts.Dir
+	want := walkTree(root).dirs
+	if parent := filepath.Dir(root); parent != root {
+		want = append(want, parent)
+	}
+	return want
+}
+
+// addWatches adds a watch on each directory of want not watched yet (or
+// replaced since), marking it in live, and reports whether it added any.
+// Must be called with watchMu held.
+func (c *Controller) addWatches(w *fsnotify.Watcher, want []string, live map[string]bool) (added bool) {
+	parent := filepath.Dir(c.opts.Dir)
 	for _, p := range want {
-		wanted[p] = true
 		st, err := os.Stat(p)
 		if err != nil {
 			continue
@@ -180,7 +207,18 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
 			continue
 		}
 		c.watched[p] = st
+		live[p] = true
 		added = true
+	}
+	return added
+}
+
+// dropWatches removes the watches of directories no longer in want.
+// Must be called with watchMu held.
+func (c *Controller) dropWatches(w *fsnotify.Watcher, want []string) {
+	wanted := make(map[string]bool, len(want))
+	for _, p := range want {
+		wanted[p] = true
 	}
 	for p := range c.watched {
 		if !wanted[p] {
@@ -188,7 +226,6 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
 			delete(c.watched, p)
 		}
 	}
-	return added
 }
 
 // relevant reports whether an event on path p may change the config: it

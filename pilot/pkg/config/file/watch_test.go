@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,6 @@ func watchedEnv(t *testing.T, dir string, files map[string]string, initial ...st
 	rec.registerAll(e.c)
 	e.run()
 	rec.expect(initial...)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(e.logs.String())
-		}
-	})
 	return e, rec
 }
 
@@ -70,6 +66,52 @@ func TestRecreatedFolderIsWatched(t *testing.T) {
 	rec.expect("update Gateway default/gw")
 	e.write("sub/b.yaml", virtualService("default", "vs", "a.example.com"))
 	rec.expect("add VirtualService default/vs")
+}
+
+// A directory made inside a new one between the walk that found the new
+// one and the watch that went on it raised its event before anything
+// watched: it is watched all the same, and a file written into it later
+// is seen without waiting for the periodic rescan.
+func TestDirectoryMadeWhileWatchesGoInIsWatched(t *testing.T) {
+	var made atomic.Bool
+	var e *env
+	e = newEnv(t, nil, func(o *Options) {
+		o.RescanInterval = time.Hour
+		o.walked = func(dirs []string) {
+			if slices.Contains(dirs, e.path("new")) && made.CompareAndSwap(false, true) {
+				if err := os.Mkdir(e.path("new/deeper"), 0o755); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	rec := newRecorder(t)
+	rec.registerAll(e.c)
+	e.run()
+	// Wait for the first refresh's scan, then forget it.
+	waitScan(t, e)
+	for len(e.scans) > 0 {
+		<-e.scans
+	}
+	if err := os.Mkdir(e.path("new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The refresh that saw "new" made "new/deeper" and then scanned.
+	waitScan(t, e)
+	if !made.Load() {
+		t.Fatal("the scan after making new did not follow a walk that found it")
+	}
+	e.write("new/deeper/gw.yaml", gateway("default", "gw", 80))
+	rec.expect("add Gateway default/gw")
+}
+
+func waitScan(t *testing.T, e *env) {
+	t.Helper()
+	select {
+	case <-e.scans:
+	case <-time.After(timeout):
+		t.Fatal("timed out waiting for a scan")
+	}
 }
 
 // A symlinked folder whose link is replaced is read and watched through
