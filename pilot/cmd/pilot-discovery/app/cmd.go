@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
@@ -39,6 +40,7 @@ func newDiscoveryCommand() *cobra.Command {
 // discoveryCommand binds the flags to opts.
 func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	var logLevel, logFormat string
+	var memoryLimitRatio float64
 	cmd := &cobra.Command{
 		Use:   "discovery",
 		Short: "Serve Envoy gateways over ADS",
@@ -52,6 +54,9 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 			// client-go logs through klog; send it to the same handler so
 			// every line has one format.
 			klog.SetSlogLogger(logger.With("component", "client-go"))
+			if _, err := applyMemoryLimit(memoryLimitRatio, memlimit.FromCgroup, logger); err != nil {
+				return usageError(cmd, err.Error())
+			}
 			if opts.ConfigDir != "" && opts.Kubeconfig != "" {
 				return usageError(cmd, "--config-dir and --kubeconfig are both set: choose one config source, a folder of YAML (file mode) or a Kubernetes cluster")
 			}
@@ -103,6 +108,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close after the drain")
 	addLimitFlags(cmd, &opts.Limits)
 	addGatewayDeployFlags(cmd, &opts.GatewayDeploy)
+	f.Float64Var(&memoryLimitRatio, "memory-limit-ratio", defaultMemoryLimitRatio, "soft memory limit of the Go runtime, as a fraction of the container's memory limit (cgroup), so the collector works harder before the pod is OOM-killed; 0: none; GOMEMLIMIT, when set, wins")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	return cmd
