@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -256,7 +257,12 @@ func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, ve
 			s.metrics.convergence.Observe(ts.ackedAt.Sub(pc.since).Seconds())
 			delete(p.pending, typeURL)
 		}
-		s.log.Debug("ACK", "proxy", clip(p.proxy.ID), "type", clip(shortType(typeURL)), "version", clip(ts.ackedVersion))
+		// Checked first: the arguments alone (clipped strings boxed into
+		// a slice) were 1.3% of the server's CPU under endpoint churn,
+		// with debug logging off.
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("ACK", "proxy", clip(p.proxy.ID), "type", clip(shortType(typeURL)), "version", clip(ts.ackedVersion))
+		}
 	}
 }
 

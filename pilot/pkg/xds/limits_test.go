@@ -489,3 +489,24 @@ func TestLongNameListsAreReleasedWhenTheStreamCloses(t *testing.T) {
 		t.Errorf("heap %d MiB after the stream closed, over %d MiB", after>>20, bound>>20)
 	}
 }
+
+// ACKs are logged at debug level only (the line is built only then).
+func TestACKsAreLoggedAtDebugLevelOnly(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var logs lockedBuffer
+		h := newHarnessWith(t, newTestStore(base()...), func(o *Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
+		})
+		h.syncAndWait()
+		a := h.connect(nodeID("a"), ingressLabels)
+		a.syncAll()
+		a.barrier()
+		got := strings.Count(logs.String(), "msg=ACK ")
+		if level == slog.LevelDebug && got == 0 {
+			t.Errorf("no ACK line at debug level:\n%.2000s", logs.String())
+		}
+		if level == slog.LevelInfo && got != 0 {
+			t.Errorf("%d ACK lines at info level", got)
+		}
+	}
+}
