@@ -89,29 +89,18 @@ func TestDirectoryMadeWhileWatchesGoInIsWatched(t *testing.T) {
 	rec.registerAll(e.c)
 	e.run()
 	// Wait for the first refresh's scan, then forget it.
-	waitScan(t, e)
-	for len(e.scans) > 0 {
-		<-e.scans
-	}
+	e.waitScan()
+	e.drainScans()
 	if err := os.Mkdir(e.path("new"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// The refresh that saw "new" made "new/deeper" and then scanned.
-	waitScan(t, e)
+	e.waitScan()
 	if !made.Load() {
 		t.Fatal("the scan after making new did not follow a walk that found it")
 	}
 	e.write("new/deeper/gw.yaml", gateway("default", "gw", 80))
 	rec.expect("add Gateway default/gw")
-}
-
-func waitScan(t *testing.T, e *env) {
-	t.Helper()
-	select {
-	case <-e.scans:
-	case <-time.After(timeout):
-		t.Fatal("timed out waiting for a scan")
-	}
 }
 
 // A symlinked folder whose link is replaced is read and watched through
