@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -13,12 +14,18 @@ import (
 )
 
 // BenchmarkOneFileChange is the file controller's share of a
-// one-VirtualService update in the ADS benchmark's workload: the rescan
-// that finds the changed file, and the settle window's scan that takes it
-// in and queues its event.
+// one-VirtualService update in the ADS benchmark's workload: the scan that
+// finds the changed file, and the settle window's scan that takes it in
+// and queues its event. "walk" finds it by walking the tree (the periodic
+// rescan, or events that named a directory), "named" by reading the file
+// the watcher's events named (named.go).
 func BenchmarkOneFileChange(b *testing.B) {
-	for _, n := range []int{1000, 5000} {
-		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+	for _, tc := range []struct {
+		n    int
+		mode string
+	}{{1000, "walk"}, {1000, "named"}, {5000, "walk"}, {5000, "named"}} {
+		n := tc.n
+		b.Run(fmt.Sprintf("services=%d/%s", n, tc.mode), func(b *testing.B) {
 			dir := b.TempDir()
 			if err := workload.Write(dir, workload.Options{Services: n}); err != nil {
 				b.Fatal(err)
@@ -41,6 +48,8 @@ func BenchmarkOneFileChange(b *testing.B) {
 			if got := len(c.List(schema.VirtualService, "")); got != n {
 				b.Fatalf("%d VirtualServices loaded, want %d", got, n)
 			}
+			c.watched[dir] = nil // as if Run watched it
+			changed := map[string]struct{}{filepath.Join(dir, workload.VirtualServiceFile(0)): {}}
 			prefixes := []string{workload.UpdatePrefix, workload.BasePrefix}
 			b.ResetTimer()
 			for i := range b.N {
@@ -49,7 +58,11 @@ func BenchmarkOneFileChange(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				c.rescan()
+				if tc.mode == "walk" {
+					c.rescan()
+				} else if !c.rescanNamed(changed) {
+					b.Fatal("the named file was not read by name")
+				}
 				time.Sleep(time.Microsecond) // past the settle window
 				c.rescanPending()
 			}

@@ -91,6 +91,9 @@ type Controller struct {
 	// walkProblems are the last directory walk's problems. Guarded by
 	// scanMu.
 	walkProblems []*config.Error
+	// walkLinks is whether the last walk met a symlink (tree.links).
+	// Guarded by scanMu.
+	walkLinks bool
 	// dups are the keys defined more than once and dupProblems the
 	// problems that reports; gatewayProblems are the Gateway API objects'
 	// (see resolution). Guarded by scanMu; dups is nil until the first
@@ -100,6 +103,10 @@ type Controller struct {
 	// resolved counts the scans that resolved everything and those that
 	// resolved only the changed files' keys. Guarded by scanMu.
 	resolved struct{ full, changed int }
+	// scans counts the scans that walked the tree and those that read
+	// only the files a batch of events named (named.go). Guarded by
+	// scanMu.
+	scans struct{ walked, named int }
 	// reported holds the problems already logged. Guarded by scanMu.
 	reported map[string]bool
 	// lastStamp is the latest first-seen stamp given, scanStamp the one

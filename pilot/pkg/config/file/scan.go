@@ -58,6 +58,8 @@ func (c *Controller) scan(initial bool) {
 	now := c.clock.Now()
 	c.scanStamp = time.Time{}
 	t := walkTree(c.opts.Dir)
+	c.walkLinks = t.links
+	c.scans.walked++
 	var wake time.Time
 	files := make(map[string]*fileState, len(t.files))
 	for _, p := range t.files {
@@ -95,26 +97,38 @@ func (c *Controller) scan(initial bool) {
 // rescanPending looks again at the files with a change not yet taken in
 // (see settle.go), and only at them: the settle window's rescan. Every
 // other file was looked at by the scan that found the change, and a
-// later change to any of them raises an event, which rescans everything.
+// later change to any of them raises an event, which reads it.
 func (c *Controller) rescanPending() {
 	c.scanMu.Lock()
 	defer c.scanMu.Unlock()
-	var pending []string
+	c.loadPaths(nil, false)
+}
+
+// loadPaths reads the files at paths and those with a change pending, and
+// no others, and takes in what changed. When there is nothing to read it
+// only clears the wake-up, and tells a test's scan hook when events asked
+// for the read (named). Must be called with scanMu held.
+func (c *Controller) loadPaths(paths []string, named bool) {
+	read := slices.Clone(paths)
 	for p, st := range c.files {
 		if st.pending != nil {
-			pending = append(pending, p)
+			read = append(read, p)
 		}
 	}
-	if len(pending) == 0 {
+	if len(read) == 0 {
 		c.setWake(time.Time{})
+		if named && c.opts.scanned != nil {
+			c.opts.scanned()
+		}
 		return
 	}
-	slices.Sort(pending)
+	slices.Sort(read)
+	read = slices.Compact(read)
 	now := c.clock.Now()
 	c.scanStamp = time.Time{}
 	files := maps.Clone(c.files)
 	var wake time.Time
-	for _, p := range pending {
+	for _, p := range read {
 		st, at := c.load(p, now, false)
 		if st != nil {
 			files[p] = st

@@ -27,6 +27,10 @@ type tree struct {
 	// keep what they held.
 	unreadable []string
 	problems   []*config.Error
+	// links marks a tree with a symlink in it (to a file or a directory,
+	// under a name read or not): what a config file holds may then change
+	// through an entry that is not itself one (see eventPaths).
+	links bool
 }
 
 // walkTree lists the config files under root. Symlinks are followed, to
@@ -62,11 +66,13 @@ func (t *tree) visit(dir string, ancestors []os.FileInfo, paths []string) {
 	paths = append(paths, dir)
 	for _, d := range entries {
 		if Ignored(d.Name()) {
+			t.links = t.links || d.Type()&fs.ModeSymlink != 0
 			continue
 		}
 		p := filepath.Join(dir, d.Name())
 		mode := d.Type()
 		if mode&fs.ModeSymlink != 0 {
+			t.links = true
 			st, err := os.Stat(p)
 			if errors.Is(err, syscall.ELOOP) {
 				t.problems = append(t.problems, &config.Error{Source: p, Message: "symlink loop: the link resolves to itself; not followed"})

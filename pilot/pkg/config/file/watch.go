@@ -46,39 +46,41 @@ func (c *Controller) Run(ctx context.Context) {
 			w = nil
 		}
 	}
-	refresh := func() {
-		// Watch new directories before reading them: a file written after
-		// the watch is added raises an event, one written before is read.
-		if w != nil {
-			c.watchTree(w)
+	// A batch that names config files alone reads those (named.go);
+	// anything else walks the tree. Watch new directories before reading
+	// them: a file written after the watch is added raises an event, one
+	// written before is read.
+	refresh := func(ev events) {
+		if w == nil {
+			c.rescan()
+			return
 		}
+		if !ev.all && c.rescanNamed(ev.paths) {
+			return
+		}
+		c.watchTree(w)
 		c.rescan()
 	}
 
 	coalesce := debounce.New(debounce.Options{QuietPeriod: coalesceQuiet, MaxDelay: coalesceMax, LeadingDelay: coalesceLeading, Clock: c.clock},
-		func(a, _ struct{}) struct{} { return a }, func(struct{}) { refresh() })
+		mergeEvents, refresh)
 	wg.Go(func() { coalesce.Run(ctx) })
 	if w != nil {
 		wg.Go(func() { c.forwardEvents(ctx, w, coalesce) })
 	}
 
-	// The settle window's rescan reads the pending files alone, unless a
-	// directory had to be watched again (deleted and made anew since the
-	// last refresh): then everything is read, as refresh does.
-	settle := func() {
-		if w != nil && c.watchTree(w) {
-			c.rescan()
-			return
-		}
-		c.rescanPending()
-	}
+	// The settle window's rescan reads the pending files alone. A
+	// directory deleted and made anew since the last refresh raised an
+	// event in its parent, which makes the next refresh walk the tree and
+	// watch it again.
+	settle := c.rescanPending
 	wg.Go(func() { c.runSettle(ctx, settle) })
 
 	// The ticker exists before the first refresh, so a test that sees that
 	// refresh's events may step the clock to the next tick.
 	ticker := c.clock.NewTicker(c.opts.RescanInterval)
 	// Catch anything that changed between New and the watches going in.
-	refresh()
+	refresh(readAll)
 	wg.Go(func() {
 		defer ticker.Stop()
 		for {
@@ -86,7 +88,7 @@ func (c *Controller) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-ticker.C():
-				refresh()
+				refresh(readAll)
 			}
 		}
 	})
@@ -102,8 +104,8 @@ func (c *Controller) Run(ctx context.Context) {
 
 // forwardEvents turns watcher events into coalesced rescans. Any event
 // counts, even on ignored names: a ConfigMap volume update shows up only
-// as renames of hidden entries.
-func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coalesce *debounce.Debouncer[struct{}]) {
+// as renames of hidden entries (which make the rescan walk the tree).
+func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coalesce *debounce.Debouncer[events]) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,14 +118,14 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 				continue
 			}
 			c.log.Debug("config file event", "event", ev.String())
-			coalesce.Enqueue(struct{}{})
+			coalesce.Enqueue(eventAt(ev.Name))
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
 			}
 			// Typically an event queue overflow: events were lost, so rescan.
 			c.log.Warn("config watcher error; rescanning", "error", err)
-			coalesce.Enqueue(struct{}{})
+			coalesce.Enqueue(readAll)
 		}
 	}
 }
