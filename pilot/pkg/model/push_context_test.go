@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -328,5 +329,82 @@ spec:
 	}
 	if want := len(before.Errors) - before.serviceErrors; want != 1 || missing != want {
 		t.Errorf("routing problems = %d, want the %d found before (1, the missing Gateway)", missing, want)
+	}
+}
+
+// After changes to Gateways and VirtualServices alone, WithRouting gives
+// what a new push context would, problems included, and leaves the push
+// context it was made from as it was.
+func TestWithRoutingIsANewPushContext(t *testing.T) {
+	dupDR := `---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: b2, namespace: default, creationTimestamp: "2026-03-01T00:00:00Z"}
+spec:
+  host: b.default.svc.cluster.local
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: lost, namespace: default}
+spec:
+  hosts: [lost.example.com]
+  gateways: [nowhere]
+  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
+`
+	store := parseStore(t, pushInput+dupDR)
+	kube := fixedRegistry{&Service{Hostname: "k.default.svc.cluster.local", Namespace: "default", Source: config.Key{Name: "k", Namespace: "default"}}}
+	before := NewPushContext(store, kube)
+	beforeErrors := slices.Clone(before.Errors)
+	beforeVS := names(before.VirtualServicesForGateway("istio-system/public"))
+
+	// One VirtualService changed (to a Gateway that does not exist), one
+	// added, one removed (with the problem it had), the edge Gateway
+	// removed (its VirtualService now dangles).
+	if before.routingErrors != 1 {
+		t.Fatalf("the store has %d routing problems, want 1 (lost's Gateway): %v", before.routingErrors, before.Errors)
+	}
+	var changed listStore
+	for _, c := range store {
+		switch {
+		case c.Kind == schema.Gateway && c.Name == "internal", c.Kind == schema.VirtualService && c.Name == "lost":
+			continue
+		case c.Kind == schema.VirtualService && c.Name == "c":
+			c = parseStore(t, `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: c, namespace: default, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  hosts: [c.example.com]
+  gateways: [nowhere]
+  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
+`)[0]
+		}
+		changed = append(changed, c)
+	}
+	changed = append(changed, parseStore(t, `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: d, namespace: default, creationTimestamp: "2026-01-05T00:00:00Z"}
+spec:
+  hosts: [d.example.com]
+  gateways: [istio-system/public]
+  http: [{route: [{destination: {host: k.default.svc.cluster.local}}]}]
+`)...)
+
+	got, want := before.WithRouting(changed), NewPushContext(changed, kube)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("WithRouting differs from a new push context:\n got %+v\nwant %+v", got, want)
+	}
+	if n := len(want.Errors) - want.serviceErrors; n != 3 {
+		// b2's host, c's and a's Gateways: the test must exercise all three.
+		t.Fatalf("the changed store has %d DestinationRule and routing problems, want 3: %v", n, want.Errors)
+	}
+	if !slices.EqualFunc(before.Errors, beforeErrors, func(a, b *config.Error) bool { return a == b }) ||
+		!slices.Equal(names(before.VirtualServicesForGateway("istio-system/public")), beforeVS) || len(before.Gateways()) != 2 {
+		t.Error("WithRouting changed the push context it was made from")
+	}
+	// And WithServices after it keeps the routing problems it found.
+	if again := got.WithServices(changed, kube); !reflect.DeepEqual(again.Errors, want.Errors) {
+		t.Errorf("WithServices after WithRouting: errors = %v, want %v", again.Errors, want.Errors)
 	}
 }

@@ -88,15 +88,20 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		st = s.endpointsPush(s.state.push.WithServices(s.store, s.registries...), s.state, req)
 	}
 	full := st == nil
+	keepServices := full && s.state != nil && routingOnly(req)
 	var pc *model.PushContext
-	if full {
+	switch {
+	case keepServices:
+		pc = s.state.push.WithRouting(s.store)
+	case full:
 		pc = model.NewPushContext(s.store, s.registries...)
 	}
 	switch {
-	case full && s.state != nil && routingOnly(req):
+	case keepServices:
 		// Clusters and endpoints do not depend on Gateways or
-		// VirtualServices: the last push's are kept, and only the gateway
-		// side is translated again.
+		// VirtualServices: the last push's services, DestinationRules,
+		// clusters and endpoints are kept, and only the gateway side is
+		// indexed and translated again.
 		prev := s.state
 		s.intern.rotate(ldsIdx, rdsIdx, sdsIdx)
 		st = &pushState{push: pc, groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
