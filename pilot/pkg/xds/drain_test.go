@@ -36,32 +36,37 @@ func TestDrainClosesStreamsSpreadOverTheDrainDuration(t *testing.T) {
 	drained := make(chan DrainResult, 1)
 	go func() { drained <- h.s.Drain(context.Background(), d) }()
 
-	// closedNow waits until Drain is blocked on its next turn (or done),
-	// then reads how many streams it has closed: Drain closes a stream
-	// before it waits again, so the count cannot grow until the next step.
+	// closedNow waits until Drain has closed at least want streams and is
+	// blocked on its next turn (or done), then reads how many it has
+	// closed: Drain closes a stream before it waits again, so the count
+	// cannot grow until the next step. The clock's waiters alone do not
+	// say Drain is waiting (other timers of the server wait on it too), so
+	// the count is waited for as well.
 	finished := false
 	var res DrainResult
-	closedNow := func() int {
+	closedNow := func(want int) int {
 		t.Helper()
 		deadline := time.Now().Add(wait)
-		for !h.clock.HasWaiters() {
-			select {
-			case res = <-drained:
-				finished = true
-			default:
+		for {
+			if !finished {
+				select {
+				case res = <-drained:
+					finished = true
+				default:
+				}
 			}
-			if finished {
-				break
+			got := int(h.metric("wayfinder_xds_drain_closed_streams_total"))
+			if got >= want && (finished || h.clock.HasWaiters()) {
+				return got
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("Drain neither waited for its next turn nor finished")
+				t.Fatalf("Drain closed %d streams and neither waited for its next turn nor finished, want %d closed", got, want)
 			}
-			time.Sleep(time.Millisecond) // polling the fake clock's waiters, bounded by deadline
+			time.Sleep(time.Millisecond) // polling the metric and the fake clock's waiters, bounded by deadline
 		}
-		return int(h.metric("wayfinder_xds_drain_closed_streams_total"))
 	}
 
-	if got := closedNow(); got != 1 {
+	if got := closedNow(1); got != 1 {
 		t.Fatalf("at the start of the drain %d streams closed, want 1", got)
 	}
 	if code, body := h.get("/healthz/ready"); code != 503 {
@@ -78,7 +83,7 @@ func TestDrainClosesStreamsSpreadOverTheDrainDuration(t *testing.T) {
 
 	for step := 1; step < n; step++ {
 		h.clock.Step(d / n)
-		if got := closedNow(); got != step+1 {
+		if got := closedNow(step + 1); got != step+1 {
 			t.Fatalf("after %v of the drain %d streams closed, want %d (one per %v)", time.Duration(step)*d/n, got, step+1, d/n)
 		}
 	}
