@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -33,7 +34,20 @@ type PushContext struct {
 	// VirtualServices' (WithRouting finds those again).
 	Errors                       []*config.Error
 	serviceErrors, routingErrors int
+	// servicesEpoch names the services and DestinationRules indexed: a
+	// push context made by WithRouting has its source's (see
+	// ServicesEpoch).
+	servicesEpoch uint64
 }
+
+// epochs hands out servicesEpoch values.
+var epochs atomic.Uint64
+
+// ServicesEpoch identifies the services and DestinationRules ps indexed:
+// two push contexts with the same epoch hold the same ones (the same
+// objects), so whatever was derived from those alone in one holds in the
+// other. Every push context that indexes them anew gets a new epoch.
+func (ps *PushContext) ServicesEpoch() uint64 { return ps.servicesEpoch }
 
 // ServiceDiscovery is a registry of services other than ServiceEntries:
 // Kubernetes Services with their EndpointSlices, say. Services must return
@@ -49,6 +63,7 @@ func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushCont
 		virtualServices:  sortByCreation(store.List(schema.VirtualService, "")),
 		destinationRules: sortByCreation(store.List(schema.DestinationRule, "")),
 		drByHost:         map[string]*config.Config{},
+		servicesEpoch:    epochs.Add(1),
 	}
 	ps.indexServices(store, registries)
 	for i := range ps.destinationRules {
@@ -128,6 +143,7 @@ func (ps *PushContext) indexVirtualServices() {
 func (ps *PushContext) WithServices(store ConfigStore, registries ...ServiceDiscovery) *PushContext {
 	next := *ps
 	next.Errors = nil
+	next.servicesEpoch = epochs.Add(1)
 	next.indexServices(store, registries)
 	next.Errors = append(next.Errors, ps.Errors[ps.serviceErrors:]...)
 	return &next

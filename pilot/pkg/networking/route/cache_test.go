@@ -194,3 +194,66 @@ func TestCacheEntriesDoNotKeepTheirPushAlive(t *testing.T) {
 	t.Error("the first push's VirtualService list is still reachable after the second push: a kept entry points into it")
 	runtime.KeepAlive(c)
 }
+
+// A push that kept the last one's services and DestinationRules (model's
+// WithRouting, for a change to VirtualServices alone) reuses the hosts'
+// fingerprints; a push that indexed them anew computes them again, and
+// follows a DestinationRule that changed.
+func TestCacheKeepsHostFingerprintsWhileServicesStay(t *testing.T) {
+	parse := func(docs ...string) *memory.Store {
+		t.Helper()
+		cfgs, perrs := manifest.Parse("test.yaml", []byte(strings.Join(docs, "\n---\n")), manifest.Options{})
+		if len(perrs) > 0 {
+			t.Fatalf("parse: %v", perrs)
+		}
+		return memory.New(cfgs)
+	}
+	build := func(c *Cache, push *model.PushContext) []*config.Error {
+		t.Helper()
+		mg := model.MergeGateways(push.Gateways())
+		got, errs := BuildGatewayRoutesCached(push, mg, c)
+		want, wantErrs := BuildGatewayRoutes(push, mg)
+		if len(got) != len(want) {
+			t.Fatalf("cached: %d route configs, uncached %d", len(got), len(want))
+		}
+		for i := range got {
+			if !proto.Equal(got[i], want[i]) {
+				t.Errorf("cached %s differs from uncached:\n%v\n%v", want[i].GetName(), got[i], want[i])
+			}
+		}
+		if errString(errs) != errString(wantErrs) {
+			t.Errorf("cached errors differ:\n%s---\nuncached:\n%s", errString(errs), errString(wantErrs))
+		}
+		return errs
+	}
+	c := NewCache()
+	a := vs("a", "[a.com]", strings.NewReplacer("%s", "50").Replace(weighted))
+	b := vs("b", "[b.com]", `
+  - route: [{destination: {host: ratings.default.svc.cluster.local}}]
+`)
+	push := model.NewPushContext(parse(fixtures, gatewayYAML, a, b))
+	build(c, push)
+	computed := c.Stats().Fingerprints
+	if computed == 0 {
+		t.Fatal("no host fingerprint computed")
+	}
+
+	a2 := vs("a", "[a.com]", strings.Replace(strings.Replace(weighted, "%s", "90", 1), "%s", "10", 1))
+	push = push.WithRouting(parse(fixtures, gatewayYAML, a2, b))
+	build(c, push)
+	if st := c.Stats(); st.Fingerprints != computed || st.Translations != 3 {
+		t.Errorf("after a VirtualService change that kept the services: %+v, want %d fingerprints and 3 translations", st, computed)
+	}
+
+	// The v2 subset goes from the DestinationRule: a new push context,
+	// new fingerprints, and a translated again with the problem.
+	noV2 := strings.Replace(fixtures, ", {name: v2, labels: {version: v2}}", "", 1)
+	push = model.NewPushContext(parse(noV2, gatewayYAML, a2, b))
+	errs := build(c, push)
+	if c.Stats().Fingerprints == computed {
+		t.Error("a push that indexed the services anew reused their fingerprints")
+	}
+	if !hasError(errs, false, "spec.http[0].route[1].destination.subset", `subset "v2" is not defined`) {
+		t.Errorf("subset removed from the DestinationRule: errors = %s", errString(errs))
+	}
+}
