@@ -392,6 +392,12 @@ spec:
 `)...)
 
 	got, want := before.WithRouting(changed), NewPushContext(changed, kube)
+	// It holds its source's services: their epoch is its source's.
+	if got.ServicesEpoch() != before.ServicesEpoch() || want.ServicesEpoch() == before.ServicesEpoch() {
+		t.Errorf("services epochs: WithRouting %d, its source %d, a new push context %d; want the first two equal and the third not",
+			got.ServicesEpoch(), before.ServicesEpoch(), want.ServicesEpoch())
+	}
+	want.servicesEpoch = got.servicesEpoch
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("WithRouting differs from a new push context:\n got %+v\nwant %+v", got, want)
 	}
@@ -404,7 +410,11 @@ spec:
 		t.Error("WithRouting changed the push context it was made from")
 	}
 	// And WithServices after it keeps the routing problems it found.
-	if again := got.WithServices(changed, kube); !reflect.DeepEqual(again.Errors, want.Errors) {
+	again := got.WithServices(changed, kube)
+	if !reflect.DeepEqual(again.Errors, want.Errors) {
 		t.Errorf("WithServices after WithRouting: errors = %v, want %v", again.Errors, want.Errors)
+	}
+	if again.ServicesEpoch() == got.ServicesEpoch() {
+		t.Error("WithServices kept the services epoch of the push context it indexed anew")
 	}
 }
