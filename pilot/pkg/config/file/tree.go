@@ -29,7 +29,7 @@ type tree struct {
 	problems   []*config.Error
 	// links marks a tree with a symlink in it (to a file or a directory,
 	// under a name read or not): what a config file holds may then change
-	// through an entry that is not itself one (see eventPaths).
+	// through an entry that is not itself one (see named).
 	links bool
 }
 

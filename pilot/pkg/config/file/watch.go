@@ -142,11 +142,9 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 // before its watch went on raised its event before anything watched: the
 // tree is walked again after every round that added a watch, until a walk
 // finds nothing new. Without that, a file written into it later went
-// unseen until the periodic rescan.
-//
-// It reports whether it added a watch: files written into that directory
-// before then raised no event, so the caller reads everything.
-func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
+// unseen until the periodic rescan. Files written into a directory before
+// its watch went on raised no event: the caller reads everything after.
+func (c *Controller) watchTree(w *fsnotify.Watcher) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	// fsnotify drops the watch of a directory that is deleted; a new
@@ -163,9 +161,8 @@ func (c *Controller) watchTree(w *fsnotify.Watcher) (added bool) {
 		}
 		if !c.addWatches(w, want, live) {
 			c.dropWatches(w, want)
-			return added
+			return
 		}
-		added = true
 	}
 }
 
