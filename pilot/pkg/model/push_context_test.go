@@ -125,6 +125,17 @@ spec:
   host: "*"
 `
 
+// lostVS is a VirtualService bound to a Gateway that does not exist.
+const lostVS = `---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: lost, namespace: default}
+spec:
+  hosts: [lost.example.com]
+  gateways: [nowhere]
+  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
+`
+
 func names(cs []config.Config) []string {
 	var out []string
 	for _, c := range cs {
@@ -269,15 +280,7 @@ func TestRegistryServicesWinOverServiceEntries(t *testing.T) {
 // VirtualServices and DestinationRules it was made from, with their
 // problems.
 func TestWithServicesKeepsRoutingConfig(t *testing.T) {
-	store := parseStore(t, pushInput+`---
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {name: lost, namespace: default}
-spec:
-  hosts: [lost.example.com]
-  gateways: [nowhere]
-  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
-`)
+	store := parseStore(t, pushInput+lostVS)
 	kube := &Service{Hostname: "b.default.svc.cluster.local", Namespace: "default", Source: config.Key{Name: "b", Namespace: "default"}}
 	before := NewPushContext(store, fixedRegistry{kube})
 
@@ -342,16 +345,8 @@ kind: DestinationRule
 metadata: {name: b2, namespace: default, creationTimestamp: "2026-03-01T00:00:00Z"}
 spec:
   host: b.default.svc.cluster.local
----
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {name: lost, namespace: default}
-spec:
-  hosts: [lost.example.com]
-  gateways: [nowhere]
-  http: [{route: [{destination: {host: b.default.svc.cluster.local}}]}]
 `
-	store := parseStore(t, pushInput+dupDR)
+	store := parseStore(t, pushInput+dupDR+lostVS)
 	kube := fixedRegistry{&Service{Hostname: "k.default.svc.cluster.local", Namespace: "default", Source: config.Key{Name: "k", Namespace: "default"}}}
 	before := NewPushContext(store, kube)
 	beforeErrors := slices.Clone(before.Errors)

@@ -85,10 +85,7 @@ func TestNewDirectoryWalksTheTree(t *testing.T) {
 // A folder with symlinks in it is walked when an entry that is not a
 // config file goes: a link may have led through it.
 func TestGoneEntryWalksWhenLinksLeadThrough(t *testing.T) {
-	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "..2025_01", "gw.yaml"), gateway("default", "gw", 80))
-	symlink(t, "..2025_01", filepath.Join(root, "..data"))
-	symlink(t, filepath.Join("..data", "gw.yaml"), filepath.Join(root, "gw.yaml"))
+	root := configMapVolume(t)
 	e, rec := watchedEnv(t, root, nil, "add Gateway default/gw")
 
 	// ..data removed: the only event names a hidden entry that is gone.

@@ -138,14 +138,23 @@ func TestReplacedConfigDirLinkIsWatched(t *testing.T) {
 	rec.expect("add VirtualService default/vs")
 }
 
-// A ConfigMap volume update: new timestamped folder, ..data swapped to it,
-// old folder removed. The visible names never dangle for long enough to
-// lose config, and the update is seen at once.
-func TestConfigMapDataSwap(t *testing.T) {
+// configMapVolume lays out a folder as Kubernetes mounts a ConfigMap:
+// gw.yaml (Gateway default/gw, port 80) is a link through the ..data link
+// to the timestamped folder ..2025_01.
+func configMapVolume(t *testing.T) string {
+	t.Helper()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "..2025_01", "gw.yaml"), gateway("default", "gw", 80))
 	symlink(t, "..2025_01", filepath.Join(root, "..data"))
 	symlink(t, filepath.Join("..data", "gw.yaml"), filepath.Join(root, "gw.yaml"))
+	return root
+}
+
+// A ConfigMap volume update: new timestamped folder, ..data swapped to it,
+// old folder removed. The visible names never dangle for long enough to
+// lose config, and the update is seen at once.
+func TestConfigMapDataSwap(t *testing.T) {
+	root := configMapVolume(t)
 	_, rec := watchedEnv(t, root, nil, "add Gateway default/gw")
 
 	writeFile(t, filepath.Join(root, "..2025_02", "gw.yaml"), gateway("default", "gw", 81))
