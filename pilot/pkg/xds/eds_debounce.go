@@ -22,8 +22,8 @@ import (
 // of six runs against 50 ms, both protocols, for 3 to 12% more CPU per
 // change; 20 ms took the SotW p99 down by another 100 to 136 ms in each of
 // two runs against 30 ms, delta's by nothing beyond the spread, for 3 to
-// 5% more CPU per change.) A full push pending meanwhile is unaffected: it rebuilds
-// everything, endpoints included, from the store as it is then.
+// 5% more CPU per change.) A full push pending meanwhile is unaffected: it
+// rebuilds everything, endpoints included, from the store as it is then.
 const (
 	defaultEndpointQuiet    = 10 * time.Millisecond
 	defaultEndpointMaxDelay = 20 * time.Millisecond

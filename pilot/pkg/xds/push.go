@@ -88,25 +88,19 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		st = s.endpointsPush(s.state.push.WithServices(s.store, s.registries...), s.state, req)
 	}
 	full := st == nil
-	keepServices := full && s.state != nil && routingOnly(req)
-	var pc *model.PushContext
 	switch {
-	case keepServices:
-		pc = s.state.push.WithRouting(s.store)
-	case full:
-		pc = model.NewPushContext(s.store, s.registries...)
-	}
-	switch {
-	case keepServices:
+	case full && s.state != nil && routingOnly(req):
 		// Clusters and endpoints do not depend on Gateways or
-		// VirtualServices: the last push's services, DestinationRules,
-		// clusters and endpoints are kept, and only the gateway side is
-		// indexed and translated again.
+		// VirtualServices: the last push's services and DestinationRules
+		// (and the upstream credentials these name), clusters and
+		// endpoints are kept, and only the gateway side is indexed and
+		// translated again.
 		prev := s.state
 		s.intern.rotate(ldsIdx, rdsIdx, sdsIdx)
-		st = &pushState{push: pc, groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
-			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors, upstream: model.UpstreamCredentials(pc)}
+		st = &pushState{push: prev.push.WithRouting(s.store), groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
+			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors, upstream: prev.upstream}
 	case full:
+		pc := model.NewPushContext(s.store, s.registries...)
 		svc, err := s.buildServices(pc)
 		if err != nil {
 			// Sending empty clusters would take every route down; keep the

@@ -201,9 +201,9 @@ func (c *Cache) turn(push *model.PushContext) {
 	// A push that kept the last one's services and DestinationRules (a
 	// change to Gateways or VirtualServices alone) keeps their
 	// fingerprints: computing them again was a third of such a push's
-	// route work at 5,000 hosts.
-	// Hosts named by VirtualServices but not services are kept too, up
-	// to a bound, so edits naming ever new hosts cannot grow the map.
+	// route work at 5,000 hosts. Hosts named by VirtualServices but not
+	// services are kept too, up to a bound, so edits naming ever new
+	// hosts cannot grow the map.
 	keepHosts := c.push != nil && c.push.ServicesEpoch() == push.ServicesEpoch() &&
 		len(c.hosts) <= 2*len(push.Services())+1024
 	c.push = push
