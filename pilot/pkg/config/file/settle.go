@@ -77,7 +77,17 @@ func (c *Controller) runSettle(ctx context.Context, settle func()) {
 				continue
 			}
 			if d := at.Sub(c.clock.Now()); d > 0 {
-				timer.Stop()
+				// A firing not yet received is dropped, or the channel
+				// would still hold it after the reset: a timer whose
+				// channel holds one value blocks the next firing (the
+				// test clock then holds its lock while this loop waits
+				// on it for Now, and both stop).
+				if !timer.Stop() {
+					select {
+					case <-timer.C():
+					default:
+					}
+				}
 				timer.Reset(d)
 				// The clock may have passed at before the timer was set.
 				if c.clock.Now().Before(at) {
