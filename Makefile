@@ -53,6 +53,7 @@ golden:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz '^FuzzTreeSpecMatchesJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/blockyaml -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds -run '^$$' -fuzz '^FuzzADSRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pilot/pkg/xds/wire -run '^$$' -fuzz '^FuzzCodecDecodesAsProtobuf$$' -fuzztime $(FUZZTIME)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/blockyaml"
@@ -211,6 +212,12 @@ func parseIstio(strictErr error, obj *object, src string, firstLine int, opts Op
 		return config.Config{}, &config.Error{Source: src, Key: key, Message: msg}
 	}
 	spec := s.NewSpec()
+	if obj.tree != nil && obj.tree["spec"] != nil && useTreeSpec {
+		if specFromTree(obj.tree["spec"], spec.ProtoReflect()) {
+			return obj.config(s.Kind, key, src, spec), nil
+		}
+		proto.Reset(spec)
+	}
 	js, err := obj.specJSON(spec.ProtoReflect().Descriptor())
 	if err != nil {
 		if fe, ok := err.(*config.FieldError); ok {
@@ -223,19 +230,27 @@ func parseIstio(strictErr error, obj *object, src string, firstLine int, opts Op
 			return config.Config{}, &config.Error{Source: src, Key: key, Field: "spec", Message: cleanProtoError(err)}
 		}
 	}
+	return obj.config(s.Kind, key, src, spec), nil
+}
+
+// useTreeSpec turns specFromTree on; tests turn it off to compare.
+var useTreeSpec = true
+
+// config is the object as a config.Config of kind with spec.
+func (o *object) config(kind schema.Kind, key config.Key, src string, spec proto.Message) config.Config {
 	c := config.Config{
 		Meta: config.Meta{
-			Kind: s.Kind, Name: key.Name, Namespace: key.Namespace,
-			Labels: obj.Metadata.Labels, Annotations: obj.Metadata.Annotations,
-			ResourceVersion: obj.Metadata.ResourceVersion, Generation: obj.Metadata.Generation,
+			Kind: kind, Name: key.Name, Namespace: key.Namespace,
+			Labels: o.Metadata.Labels, Annotations: o.Metadata.Annotations,
+			ResourceVersion: o.Metadata.ResourceVersion, Generation: o.Metadata.Generation,
 			Source: src,
 		},
 		Spec: spec,
 	}
-	if obj.Metadata.CreationTimestamp != nil {
-		c.CreationTimestamp = *obj.Metadata.CreationTimestamp
+	if o.Metadata.CreationTimestamp != nil {
+		c.CreationTimestamp = *o.Metadata.CreationTimestamp
 	}
-	return c, nil
+	return c
 }
 
 // cleanProtoError drops protojson's "proto:" prefix and its unstable

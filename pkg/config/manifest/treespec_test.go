@@ -1,0 +1,253 @@
+package manifest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/blockyaml"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+)
+
+// jsonSpec decodes spec the way parseIstio does without specFromTree:
+// normalizeTree's JSON through protojson.
+func jsonSpec(spec any, msg proto.Message) error {
+	js, err := normalizeTree(spec, msg.ProtoReflect().Descriptor())
+	if err != nil {
+		return err
+	}
+	return protojson.Unmarshal(js, msg)
+}
+
+// treeSpecAgrees runs specFromTree on a spec and, on a copy of it, the
+// JSON way, and fails the test when the tree decoder took a spec that
+// protojson decodes differently or refuses. It reports whether the tree
+// decoder took the spec.
+func treeSpecAgrees(t *testing.T, name string, kind schema.Kind, doc []byte) bool {
+	t.Helper()
+	tree, ok := blockyaml.Decode(doc)
+	if !ok || tree["spec"] == nil {
+		t.Fatalf("%s: not a blockyaml document with a spec", name)
+	}
+	s := schema.ByKind(kind)
+	fromTree := s.NewSpec()
+	took := specFromTree(tree["spec"], fromTree.ProtoReflect())
+	again, _ := blockyaml.Decode(doc) // normalizeTree rewrites its tree in place
+	fromJSON := s.NewSpec()
+	err := jsonSpec(again["spec"], fromJSON)
+	if took && err != nil {
+		t.Errorf("%s: the tree decoder took a spec the JSON way refuses (%v)", name, err)
+	}
+	if took && !proto.Equal(fromTree, fromJSON) {
+		t.Errorf("%s: decoded differently:\ntree %v\njson %v", name, fromTree, fromJSON)
+	}
+	return took
+}
+
+// TestTreeSpecDecodesAsProtojson covers each kind of value the tree
+// decoder takes, and each it leaves to protojson: for the first the
+// result must equal protojson's, for the second it must decline so that
+// protojson's error (or its own reading) is what the user gets.
+func TestTreeSpecDecodesAsProtojson(t *testing.T) {
+	vs := func(http string) []byte {
+		return []byte("kind: VirtualService\nspec:\n  hosts: [a.example.com]\n  http:\n  - route:\n    - destination:\n        host: a\n" + http)
+	}
+	indent := func(spec string) string { return "  " + strings.ReplaceAll(strings.TrimSuffix(spec, "\n"), "\n", "\n  ") + "\n" }
+	se := func(spec string) []byte { return []byte("kind: ServiceEntry\nspec:\n  hosts: [s.example.com]\n" + indent(spec)) }
+	dr := func(spec string) []byte { return []byte("kind: DestinationRule\nspec:\n  host: a\n" + indent(spec)) }
+	cases := []struct {
+		name string
+		kind schema.Kind
+		doc  []byte
+		took bool
+	}{
+		{"Go duration", schema.VirtualService, vs("    timeout: 1m30s\n"), true},
+		{"Go duration under a second", schema.VirtualService, vs("    timeout: 250ms\n"), true},
+		{"negative Go duration", schema.VirtualService, vs("    timeout: \"-1.5s5ms\"\n"), true},
+		{"protojson duration", schema.VirtualService, vs("    timeout: 5s\n"), true},
+		{"protojson duration with nanoseconds", schema.VirtualService, vs("    timeout: 1.000000001s\n"), true},
+		{"negative protojson duration", schema.VirtualService, vs("    timeout: \"-0.5s\"\n"), true},
+		{"protojson duration past Go's range", schema.VirtualService, vs("    timeout: 315576000000s\n"), true},
+		{"duration past protojson's range", schema.VirtualService, vs("    timeout: 315576000001s\n"), false},
+		{"duration with a leading zero", schema.VirtualService, vs("    timeout: \".5s\"\n"), false},
+		{"duration with ten fractional digits", schema.VirtualService, vs("    timeout: 0.0000000001s\n"), false},
+		{"duration without whole seconds", schema.VirtualService, vs("    timeout: \".5s\"\n"), false},
+		{"bad duration", schema.VirtualService, vs("    timeout: 5 s\n"), false},
+		{"duration as a number", schema.VirtualService, vs("    timeout: 5\n"), false},
+		{"bool wrapper", schema.VirtualService, vs("    retries:\n      attempts: 3\n      retryRemoteLocalities: true\n"), true},
+		{"double", schema.VirtualService, vs("    mirrorPercentage:\n      value: 50\n"), true},
+		{"unknown field", schema.VirtualService, vs("    timeoutt: 5s\n"), false},
+		{"field under both its names", schema.DestinationRule, dr("exportTo: [a]\nexport_to: [b]\n"), false},
+		{"proto name alone", schema.DestinationRule, dr("export_to: [a]\n"), true},
+		{"two fields of a oneof", schema.VirtualService, []byte("kind: VirtualService\nspec:\n  http:\n  - match:\n    - uri:\n        exact: /a\n        prefix: /b\n"), false},
+		{"one field of a oneof", schema.VirtualService, []byte("kind: VirtualService\nspec:\n  http:\n  - match:\n    - uri:\n        prefix: /b\n      headers:\n        x-a:\n          exact: \"1\"\n"), true},
+		{"null field", schema.VirtualService, vs("    retries:\n"), false},
+		{"null list item", schema.ServiceEntry, se("addresses:\n- \n"), false},
+		{"enum by name", schema.ServiceEntry, se("resolution: DNS\nlocation: MESH_INTERNAL\n"), true},
+		{"enum by number", schema.ServiceEntry, se("resolution: 2\n"), true},
+		{"unknown enum name", schema.ServiceEntry, se("resolution: DNSS\n"), false},
+		{"uint32 in range", schema.ServiceEntry, se("ports:\n- number: 4294967295\n  name: a\n"), true},
+		{"uint32 out of range", schema.ServiceEntry, se("ports:\n- number: 4294967296\n  name: a\n"), false},
+		{"negative uint32", schema.ServiceEntry, se("ports:\n- number: -1\n  name: a\n"), false},
+		{"string map", schema.ServiceEntry, se("endpoints:\n- address: 10.0.0.1\n  labels:\n    app: a\n  ports:\n    http: 8080\n"), true},
+		{"number where a string belongs", schema.ServiceEntry, se("endpoints:\n- address: 10\n"), false},
+		{"string where a number belongs", schema.ServiceEntry, se("ports:\n- number: \"80\"\n  name: a\n"), false},
+		{"list where an object belongs", schema.DestinationRule, dr("trafficPolicy: [a]\n"), false},
+		{"uint32 wrapper", schema.DestinationRule, dr("trafficPolicy:\n  outlierDetection:\n    consecutive5xxErrors: 5\n    interval: 10s\n"), true},
+	}
+	for _, c := range cases {
+		if got := treeSpecAgrees(t, c.name, c.kind, c.doc); got != c.took {
+			t.Errorf("%s: tree decoder took it: %v, want %v", c.name, got, c.took)
+		}
+	}
+}
+
+// TestTreeSpecLeavesWellKnownTypesToProtojson: protojson's own JSON forms
+// of Struct, Value, Any and the like are not decoded from the tree.
+func TestTreeSpecLeavesWellKnownTypesToProtojson(t *testing.T) {
+	if specFromTree(map[string]any{"a": "b"}, (&structpb.Struct{}).ProtoReflect()) {
+		t.Fatal("the tree decoder took a google.protobuf.Struct")
+	}
+}
+
+// TestTreeSpecTakesTheBenchWorkload: the workload the file-mode bench
+// reads is decoded from the tree throughout, not through JSON.
+func TestTreeSpecTakesTheBenchWorkload(t *testing.T) {
+	for _, doc := range strings.Split(workloadDocs, "---\n") {
+		kind := schema.VirtualService
+		if strings.Contains(doc, "kind: ServiceEntry") {
+			kind = schema.ServiceEntry
+		} else if strings.Contains(doc, "kind: Gateway") {
+			kind = schema.Gateway
+		}
+		if !treeSpecAgrees(t, kind.String(), kind, []byte(doc)) {
+			t.Errorf("the tree decoder declined:\n%s", doc)
+		}
+	}
+}
+
+// workloadDocs are the shapes tools/workloadgen writes.
+const workloadDocs = `apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata:
+  name: ingressgateway
+  namespace: istio-system
+spec:
+  selector:
+    istio: ingressgateway
+  servers:
+  - port:
+      number: 80
+      name: http
+      protocol: HTTP
+    hosts:
+    - "*.example.com"
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata:
+  name: svc-0
+  namespace: default
+spec:
+  hosts:
+  - svc-0.default.svc.cluster.local
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports:
+  - number: 8080
+    name: http
+    protocol: HTTP
+  endpoints:
+  - address: 127.1.0.0
+  - address: 127.1.0.1
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: app-7
+  namespace: default
+spec:
+  hosts:
+  - app-7.example.com
+  gateways:
+  - istio-system/ingressgateway
+  http:
+  - match:
+    - uri:
+        prefix: /api/v2
+    - headers:
+        x-canary:
+          exact: "true"
+    route:
+    - destination:
+        host: svc-7.default.svc.cluster.local
+        port:
+          number: 8080
+      weight: 90
+    - destination:
+        host: svc-8.default.svc.cluster.local
+        port:
+          number: 8080
+      weight: 10
+    timeout: 5s
+    retries:
+      attempts: 2
+      perTryTimeout: 2s
+`
+
+// FuzzTreeSpecMatchesJSON decodes arbitrary documents' specs with the
+// tree decoder and the JSON way, as every kind: whenever the tree decoder
+// takes a spec, protojson must take it too and give the same message.
+//
+//	go test -run='^$' -fuzz=FuzzTreeSpecMatchesJSON -fuzztime=60s ./pkg/config/manifest
+func FuzzTreeSpecMatchesJSON(f *testing.F) {
+	seeds, _ := filepath.Glob("../validation/testdata/*.yaml")
+	seeds = append(seeds, "../../../manifests/samples/*.yaml")
+	for _, pattern := range seeds {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			for _, doc := range strings.Split(string(data), "\n---\n") {
+				f.Add([]byte(doc))
+			}
+		}
+	}
+	f.Add([]byte(workloadDocs))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		tree, ok := blockyaml.Decode(doc)
+		if !ok || tree["spec"] == nil {
+			return
+		}
+		for _, s := range schema.All() {
+			fromTree := s.NewSpec()
+			if !specFromTree(tree["spec"], fromTree.ProtoReflect()) {
+				continue
+			}
+			// The JSON way rewrites its tree: decode a copy.
+			raw, err := json.Marshal(tree["spec"])
+			if err != nil {
+				t.Fatalf("%v: the tree decoder took a spec json.Marshal refuses: %v", s.Kind, err)
+			}
+			var spec any
+			if err := json.Unmarshal(raw, &spec); err != nil {
+				t.Fatal(err)
+			}
+			fromJSON := s.NewSpec()
+			if err := jsonSpec(spec, fromJSON); err != nil {
+				t.Fatalf("%v: the tree decoder took a spec protojson refuses: %v\n%s", s.Kind, err, raw)
+			}
+			if !proto.Equal(fromTree, fromJSON) {
+				t.Fatalf("%v: decoded differently:\ntree %v\njson %v", s.Kind, fromTree, fromJSON)
+			}
+		}
+	})
+}
