@@ -58,8 +58,12 @@ func TestTreeSpecDecodesAsProtojson(t *testing.T) {
 	vs := func(http string) []byte {
 		return []byte("kind: VirtualService\nspec:\n  hosts: [a.example.com]\n  http:\n  - route:\n    - destination:\n        host: a\n" + http)
 	}
-	indent := func(spec string) string { return "  " + strings.ReplaceAll(strings.TrimSuffix(spec, "\n"), "\n", "\n  ") + "\n" }
-	se := func(spec string) []byte { return []byte("kind: ServiceEntry\nspec:\n  hosts: [s.example.com]\n" + indent(spec)) }
+	indent := func(spec string) string {
+		return "  " + strings.ReplaceAll(strings.TrimSuffix(spec, "\n"), "\n", "\n  ") + "\n"
+	}
+	se := func(spec string) []byte {
+		return []byte("kind: ServiceEntry\nspec:\n  hosts: [s.example.com]\n" + indent(spec))
+	}
 	dr := func(spec string) []byte { return []byte("kind: DestinationRule\nspec:\n  host: a\n" + indent(spec)) }
 	cases := []struct {
 		name string
