@@ -88,7 +88,7 @@ func ParseAll(file string, data []byte, opts Options) (Objects, []*config.Error)
 		firstLine += strings.Count(text[counted:start], "\n")
 		counted = start
 		start = loc[1]
-		if strings.TrimSpace(stripComments(doc)) == "" {
+		if blank(doc) {
 			continue
 		}
 		n++
@@ -106,15 +106,14 @@ func ParseAll(file string, data []byte, opts Options) (Objects, []*config.Error)
 	return out, errs
 }
 
-func stripComments(doc string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(doc, "\n") {
+// blank reports whether doc holds nothing but blank lines and comments.
+func blank(doc string) bool {
+	for line := range strings.Lines(doc) {
 		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-			b.WriteString(line)
-			b.WriteByte('\n')
+			return false
 		}
 	}
-	return b.String()
+	return true
 }
 
 func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.Config, *GatewayAPIObject, *config.Error) {
