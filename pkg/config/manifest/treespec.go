@@ -161,7 +161,7 @@ func treeMap(v any, mp protoreflect.Map, fd protoreflect.FieldDescriptor, depth 
 		if item == nil || !utf8.ValidString(k) {
 			return false
 		}
-		key := protoreflect.ValueOfString(k).MapKey()
+		key := protoreflect.ValueOfString(strings.Clone(k)).MapKey()
 		if vd.Message() != nil {
 			ev := mp.NewValue()
 			if !treeMessage(item, ev.Message(), depth+1) {
@@ -190,8 +190,10 @@ func treeScalar(v any, fd protoreflect.FieldDescriptor) (protoreflect.Value, boo
 		}
 	case protoreflect.StringKind:
 		// json.Marshal would replace invalid UTF-8; the JSON way keeps that.
+		// A clone: blockyaml's strings share the document's memory, which
+		// a spec must not keep alive.
 		if s, ok := v.(string); ok && utf8.ValidString(s) {
-			return protoreflect.ValueOfString(s), true
+			return protoreflect.ValueOfString(strings.Clone(s)), true
 		}
 	case protoreflect.EnumKind:
 		switch e := v.(type) {

@@ -2,8 +2,10 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -254,4 +256,35 @@ func FuzzTreeSpecMatchesJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParsedSpecsDoNotKeepTheirDocuments: blockyaml's strings are slices
+// of the document's text, so a spec holding them would keep every
+// document it came from in memory. Documents padded with 64 KiB of
+// comments are parsed and their objects kept: the heap must not keep the
+// padding.
+func TestParsedSpecsDoNotKeepTheirDocuments(t *testing.T) {
+	const docs, padding = 100, 64 << 10
+	pad := strings.Repeat("# "+strings.Repeat("x", 62)+"\n", padding/64)
+	var objs []Objects
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range docs {
+		doc := fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n  name: v%d\n  labels:\n    app: a\nspec:\n%s  hosts: [a%d.example.com]\n  http:\n  - headers:\n      request:\n        set:\n          x-a: b\n    route:\n    - destination:\n        host: a\n", i, pad, i)
+		o, errs := ParseAll("f.yaml", []byte(doc), Options{})
+		if len(errs) > 0 || len(o.Configs) != 1 {
+			t.Fatalf("parsed %d objects, errors %v", len(o.Configs), errs)
+		}
+		objs = append(objs, o)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if kept > docs*padding/4 {
+		t.Fatalf("%d objects keep %d KiB of heap: their documents' text (%d KiB) is still referenced", docs, kept>>10, docs*padding>>10)
+	}
+	runtime.KeepAlive(objs)
+	t.Logf("%d objects keep %d KiB", docs, kept>>10)
 }
