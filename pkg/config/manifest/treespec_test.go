@@ -15,6 +15,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pkg/blockyaml"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/tools/workload"
 )
 
 // jsonSpec decodes spec the way parseIstio does without specFromTree:
@@ -123,89 +124,24 @@ func TestTreeSpecLeavesWellKnownTypesToProtojson(t *testing.T) {
 }
 
 // TestTreeSpecTakesTheBenchWorkload: the workload the file-mode bench
-// reads is decoded from the tree throughout, not through JSON.
+// reads (tools/workload) is decoded from the tree throughout, not through
+// JSON.
 func TestTreeSpecTakesTheBenchWorkload(t *testing.T) {
-	for _, doc := range strings.Split(workloadDocs, "---\n") {
-		kind := schema.VirtualService
-		if strings.Contains(doc, "kind: ServiceEntry") {
-			kind = schema.ServiceEntry
-		} else if strings.Contains(doc, "kind: Gateway") {
-			kind = schema.Gateway
-		}
-		if !treeSpecAgrees(t, kind.String(), kind, []byte(doc)) {
+	for kind, doc := range workloadDocs() {
+		if !treeSpecAgrees(t, kind.String(), kind, doc) {
 			t.Errorf("the tree decoder declined:\n%s", doc)
 		}
 	}
 }
 
-// workloadDocs are the shapes tools/workloadgen writes.
-const workloadDocs = `apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata:
-  name: ingressgateway
-  namespace: istio-system
-spec:
-  selector:
-    istio: ingressgateway
-  servers:
-  - port:
-      number: 80
-      name: http
-      protocol: HTTP
-    hosts:
-    - "*.example.com"
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata:
-  name: svc-0
-  namespace: default
-spec:
-  hosts:
-  - svc-0.default.svc.cluster.local
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports:
-  - number: 8080
-    name: http
-    protocol: HTTP
-  endpoints:
-  - address: 127.1.0.0
-  - address: 127.1.0.1
----
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata:
-  name: app-7
-  namespace: default
-spec:
-  hosts:
-  - app-7.example.com
-  gateways:
-  - istio-system/ingressgateway
-  http:
-  - match:
-    - uri:
-        prefix: /api/v2
-    - headers:
-        x-canary:
-          exact: "true"
-    route:
-    - destination:
-        host: svc-7.default.svc.cluster.local
-        port:
-          number: 8080
-      weight: 90
-    - destination:
-        host: svc-8.default.svc.cluster.local
-        port:
-          number: 8080
-      weight: 10
-    timeout: 5s
-    retries:
-      attempts: 2
-      perTryTimeout: 2s
-`
+// workloadDocs are one document of each kind tools/workload writes.
+func workloadDocs() map[schema.Kind][]byte {
+	return map[schema.Kind][]byte{
+		schema.Gateway:        workload.Gateway(),
+		schema.ServiceEntry:   workload.ServiceEntry(7, 3),
+		schema.VirtualService: workload.VirtualService(7, 10, "/api/v2"),
+	}
+}
 
 // FuzzTreeSpecMatchesJSON decodes arbitrary documents' specs with the
 // tree decoder and the JSON way, as every kind: whenever the tree decoder
@@ -227,7 +163,9 @@ func FuzzTreeSpecMatchesJSON(f *testing.F) {
 			}
 		}
 	}
-	f.Add([]byte(workloadDocs))
+	for _, doc := range workloadDocs() {
+		f.Add(doc)
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		tree, ok := blockyaml.Decode(doc)
 		if !ok || tree["spec"] == nil {
