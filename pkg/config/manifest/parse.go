@@ -211,7 +211,9 @@ func parseIstio(strictErr error, obj *object, src string, firstLine int, opts Op
 		return config.Config{}, &config.Error{Source: src, Key: key, Message: msg}
 	}
 	spec := s.NewSpec()
-	if obj.tree != nil && obj.tree["spec"] != nil && useTreeSpec {
+	// From blockyaml's tree when it decodes exactly as the JSON would;
+	// else the JSON way, whose errors name the problem.
+	if obj.tree != nil && obj.tree["spec"] != nil {
 		if specFromTree(obj.tree["spec"], spec.ProtoReflect()) {
 			return obj.config(s.Kind, key, src, spec), nil
 		}
@@ -231,9 +233,6 @@ func parseIstio(strictErr error, obj *object, src string, firstLine int, opts Op
 	}
 	return obj.config(s.Kind, key, src, spec), nil
 }
-
-// useTreeSpec turns specFromTree on; tests turn it off to compare.
-var useTreeSpec = true
 
 // config is the object as a config.Config of kind with spec.
 func (o *object) config(kind schema.Kind, key config.Key, src string, spec proto.Message) config.Config {

@@ -14,7 +14,8 @@ import (
 // TestSubsetParsesAsTheFullParser parses every YAML file in the
 // repository twice, with the blockyaml fast path and without it, and
 // requires the same objects and the same errors: the fast path (its tree
-// standing in for JSON) changes the cost of parsing, nothing else.
+// standing in for JSON, specs set from it by specFromTree) changes the
+// cost of parsing, nothing else.
 func TestSubsetParsesAsTheFullParser(t *testing.T) {
 	files := 0
 	objects := 0
