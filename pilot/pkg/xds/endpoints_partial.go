@@ -70,6 +70,7 @@ func (s *DiscoveryServer) partialEndpoints(pc *model.PushContext, prev *pushStat
 	}
 	items := slices.Clone(prev.endpoints.items)
 	var changed []string
+	var at []int
 	matched := 0
 	for i, r := range items {
 		if !hosts[clusterHost(r.name)] {
@@ -83,12 +84,13 @@ func (s *DiscoveryServer) partialEndpoints(pc *model.PushContext, prev *pushStat
 		if nr != r {
 			items[i] = nr
 			changed = append(changed, r.name) // items are sorted by name
+			at = append(at, i)
 		}
 	}
 	if matched != len(built) {
 		return nil, nil, false // a new assignment, or one prev's clusters do not name
 	}
-	set = newTypeSet(items)
+	set = partialTypeSet(prev.endpoints, items, at)
 	set.base, set.changed = prev.endpoints, changed
 	// The sets before prev, with the names changed since each: prev's
 	// base and its own older ones, bounded. Then prev forgets them, so

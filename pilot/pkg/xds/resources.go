@@ -200,18 +200,46 @@ func (ts *typeSet) allDeltas() []*discovery.Resource {
 // always gets the same version and any change gets a new one.
 func newTypeSet(items []*res) *typeSet {
 	ts := &typeSet{items: items, byName: make(map[string]*res, len(items)), anys: make([]*anypb.Any, len(items))}
-	h := sha256.New()
-	var n [8]byte
 	for i, r := range items {
 		ts.byName[r.name] = r
 		ts.anys[i] = r.any
-		binary.BigEndian.PutUint64(n[:], uint64(len(r.name)))
-		h.Write(n[:])
-		h.Write([]byte(r.name))
-		h.Write([]byte(r.hash))
 	}
-	ts.version = hex.EncodeToString(h.Sum(nil)[:8])
+	ts.version = setVersion(items)
 	return ts
+}
+
+// partialTypeSet is newTypeSet(items) for items that are base's with those
+// at the positions in at replaced by resources of the same names: base's
+// name index and Anys are copied with those replaced rather than built
+// again (at 6,000 endpoint assignments, building them was a fifth of a
+// push of one service's endpoints).
+func partialTypeSet(base *typeSet, items []*res, at []int) *typeSet {
+	ts := &typeSet{items: items, byName: maps.Clone(base.byName), anys: slices.Clone(base.anys)}
+	for _, i := range at {
+		ts.byName[items[i].name] = items[i]
+		ts.anys[i] = items[i].any
+	}
+	ts.version = setVersion(items)
+	return ts
+}
+
+// setVersion hashes every (name, content hash) pair of items, in order,
+// written to the hash in 4 KiB pieces rather than three writes (and two
+// copies) per item.
+func setVersion(items []*res) string {
+	h := sha256.New()
+	b := make([]byte, 0, 4<<10)
+	for _, r := range items {
+		if len(b)+8+len(r.name)+len(r.hash) > cap(b) && len(b) > 0 {
+			h.Write(b)
+			b = b[:0]
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(len(r.name)))
+		b = append(b, r.name...)
+		b = append(b, r.hash...)
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // emptySet is the set of a type a view has nothing of.
