@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -146,6 +147,46 @@ func (ps *PushContext) WithServices(store ConfigStore, registries ...ServiceDisc
 	next.servicesEpoch = epochs.Add(1)
 	next.indexServices(store, registries)
 	next.Errors = append(next.Errors, ps.Errors[ps.serviceErrors:]...)
+	return &next
+}
+
+// WithEndpoints is WithServices for a push of endpoint changes alone, of
+// the registry services named in changed: a registry asks for such a push
+// only when a service's endpoints changed and nothing else (the same host
+// and ports), and a change to a ServiceEntry is pushed in full. So the
+// index is ps's with those services replaced, copied rather than built
+// again from every registry's list and every ServiceEntry. When a named
+// service is not found in ps under its host from the same source (it
+// changed more than its endpoints meanwhile), it indexes everything, as
+// WithServices does.
+func (ps *PushContext) WithEndpoints(store ConfigStore, changed map[config.Key]struct{}, registries ...ServiceDiscovery) *PushContext {
+	var repl []*Service
+	for _, reg := range registries {
+		for _, svc := range reg.Services() {
+			if _, ok := changed[svc.Source]; !ok {
+				continue
+			}
+			if old := ps.serviceByHost[svc.Hostname]; old == nil || old.Source != svc.Source {
+				return ps.WithServices(store, registries...)
+			}
+			repl = append(repl, svc)
+		}
+	}
+	if len(repl) == 0 {
+		return ps.WithServices(store, registries...)
+	}
+	next := *ps
+	next.servicesEpoch = epochs.Add(1)
+	next.serviceByHost = maps.Clone(ps.serviceByHost)
+	next.services = slices.Clone(ps.services)
+	for _, svc := range repl {
+		next.serviceByHost[svc.Hostname] = svc
+		i, found := slices.BinarySearchFunc(next.services, svc.Hostname, func(s *Service, host string) int { return strings.Compare(s.Hostname, host) })
+		if !found {
+			return ps.WithServices(store, registries...)
+		}
+		next.services[i] = svc
+	}
 	return &next
 }
 

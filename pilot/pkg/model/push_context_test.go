@@ -413,3 +413,59 @@ spec:
 		t.Error("WithServices kept the services epoch of the push context it indexed anew")
 	}
 }
+
+// WithEndpoints, for registry services whose endpoints alone changed, gives
+// what WithServices gives (the same services, index and problems, a new
+// epoch) without indexing everything again; for a service that changed
+// more (another host), it indexes everything.
+func TestWithEndpointsIsWithServices(t *testing.T) {
+	store := parseStore(t, pushInput)
+	svc := func(name, host, addr string) *Service {
+		return &Service{Hostname: host, Namespace: "default", Ports: []Port{{Name: "http", Number: 80, Protocol: "HTTP"}},
+			Source: config.Key{Name: name, Namespace: "default"}, Endpoints: []*Endpoint{{Address: addr}}}
+	}
+	b, c := svc("b", "b.default.svc.cluster.local", "10.0.0.1"), svc("c", "c.default.svc.cluster.local", "10.0.0.2")
+	before := NewPushContext(store, fixedRegistry{b, c})
+	hosts := func(ps *PushContext) (out []string) {
+		for _, s := range ps.Services() {
+			out = append(out, s.Hostname+" from "+s.Source.String()+" at "+s.Endpoints[0].Address)
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		now    []*Service
+		copied bool // the index is ps's copied, not built again
+	}{
+		{"new endpoints", []*Service{svc("b", b.Hostname, "10.9.9.9"), c}, true},
+		{"another host", []*Service{svc("b", "b2.default.svc.cluster.local", "10.9.9.9"), c}, false},
+	}
+	for _, tc := range cases {
+		changed := map[config.Key]struct{}{b.Source: {}}
+		got := before.WithEndpoints(store, changed, fixedRegistry(tc.now))
+		want := before.WithServices(store, fixedRegistry(tc.now))
+		if !slices.Equal(hosts(got), hosts(want)) {
+			t.Errorf("%s: services = %v, want %v", tc.name, hosts(got), hosts(want))
+		}
+		for _, s := range tc.now {
+			if got.ServiceForHost(s.Hostname) != s {
+				t.Errorf("%s: host %s is not indexed to the registry's service", tc.name, s.Hostname)
+			}
+		}
+		if !slices.EqualFunc(got.Errors, want.Errors, func(a, b *config.Error) bool { return *a == *b }) {
+			t.Errorf("%s: errors = %v, want %v", tc.name, got.Errors, want.Errors)
+		}
+		if got.ServicesEpoch() == before.ServicesEpoch() {
+			t.Errorf("%s: the services epoch was kept", tc.name)
+		}
+		// A copied index keeps every ServiceEntry's service object; one
+		// built again converts every ServiceEntry anew.
+		a := "a.default.svc.cluster.local"
+		if copied := got.ServiceForHost(a) == before.ServiceForHost(a); copied != tc.copied {
+			t.Errorf("%s: index copied = %v, want %v", tc.name, copied, tc.copied)
+		}
+		if before.ServiceForHost(b.Hostname) != b {
+			t.Errorf("%s: the push context it was made from changed", tc.name)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -122,17 +123,60 @@ func BenchmarkPush(b *testing.B) {
 // BenchmarkEndpointPush measures an endpoints-only push naming one service
 // at 1,000 services (6,000 assignments) with 500 proxies of one gateway
 // group: what each EndpointSlice change costs the server under churn,
-// sending aside (no streams are open).
+// sending aside (no streams are open). "registry": the services come from
+// a service registry, as in Kubernetes mode, whose endpoint changes are
+// what asks for such pushes; "service-entries": they are ServiceEntries
+// named by an endpoints-only request (the push context is indexed again).
 func BenchmarkEndpointPush(b *testing.B) {
-	s, _ := benchServer(b, 500)
-	s.push(&model.PushRequest{Full: true, Reasons: map[string]int{"bench": 1}})
-	req := &model.PushRequest{Reasons: map[string]int{"endpoint": 1},
-		ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "bench", Name: "svc-1"}: {}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		s.push(req)
+	for _, mode := range []string{"registry", "service-entries"} {
+		b.Run(mode, func(b *testing.B) {
+			s, _ := benchServer(b, 500)
+			key := config.Key{Kind: schema.ServiceEntry, Namespace: "bench", Name: "svc-1"}
+			reg := &benchRegistry{}
+			if mode == "registry" {
+				// The same services, from a registry instead of the store.
+				reg.services = model.NewPushContext(s.store).Services()
+				s.store = newTestStore(slices.DeleteFunc(benchWorkload(1000), func(c config.Config) bool { return c.Kind == schema.ServiceEntry })...)
+				s.registries = []model.ServiceDiscovery{reg}
+			}
+			s.push(&model.PushRequest{Full: true, Reasons: map[string]int{"bench": 1}})
+			req := &model.PushRequest{Reasons: map[string]int{"endpoint": 1}, ConfigsUpdated: map[config.Key]struct{}{key: {}}}
+			round := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "registry" {
+					b.StopTimer()
+					round++
+					reg.moveEndpoint(key, round)
+					b.StartTimer()
+				}
+				s.push(req)
+			}
+			if st := s.state; !st.endpointsOnly || len(st.groups) != 1 {
+				b.Fatalf("endpointsOnly=%v, %d groups", st.endpointsOnly, len(st.groups))
+			}
+		})
 	}
-	if st := s.state; !st.endpointsOnly || len(st.groups) != 1 {
-		b.Fatalf("endpointsOnly=%v, %d groups", st.endpointsOnly, len(st.groups))
+}
+
+// benchRegistry serves a fixed list of services, one of which moveEndpoint
+// replaces with a copy whose first endpoint has a new address.
+type benchRegistry struct{ services []*model.Service }
+
+func (r *benchRegistry) Services() []*model.Service { return r.services }
+
+func (r *benchRegistry) moveEndpoint(source config.Key, round int) {
+	list := slices.Clone(r.services)
+	for i, svc := range list {
+		if svc.Source != source {
+			continue
+		}
+		moved := *svc
+		moved.Endpoints = slices.Clone(svc.Endpoints)
+		ep := *moved.Endpoints[0]
+		ep.Address = fmt.Sprintf("10.200.%d.%d", round/250%250, round%250+1)
+		moved.Endpoints[0] = &ep
+		list[i] = &moved
 	}
+	r.services = list
 }

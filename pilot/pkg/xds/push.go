@@ -85,7 +85,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 	// of its own.
 	var st *pushState
 	if !req.Full && s.state != nil {
-		st = s.endpointsPush(s.state.push.WithServices(s.store, s.registries...), s.state, req)
+		st = s.endpointsPush(s.state.push.WithEndpoints(s.store, req.ConfigsUpdated, s.registries...), s.state, req)
 	}
 	full := st == nil
 	switch {
