@@ -136,7 +136,8 @@ func TestBaseParsesWithRealTypes(t *testing.T) {
 	}
 	slices.Sort(keys)
 	want := []string{
-		"ClusterRole/wayfinder-pilot-discovery", "ClusterRoleBinding/wayfinder-pilot-discovery",
+		"ClusterRole/wayfinder-gateway-deployer", "ClusterRole/wayfinder-pilot-discovery",
+		"ClusterRoleBinding/wayfinder-gateway-deployer", "ClusterRoleBinding/wayfinder-pilot-discovery",
 		"Deployment/pilot-discovery", "Namespace/wayfinder-system", "PodDisruptionBudget/pilot-discovery", "Role/wayfinder-pilot-discovery",
 		"RoleBinding/wayfinder-pilot-discovery", "Service/pilot-discovery", "ServiceAccount/pilot-discovery",
 	}
@@ -199,7 +200,8 @@ func TestBaseParsesWithRealTypes(t *testing.T) {
 		t.Errorf("Service ports %v, want %v", svcPorts, want)
 	}
 
-	for _, k := range []string{"ClusterRoleBinding/wayfinder-pilot-discovery", "RoleBinding/wayfinder-pilot-discovery"} {
+	for k, role := range map[string]string{"ClusterRoleBinding/wayfinder-pilot-discovery": "wayfinder-pilot-discovery",
+		"RoleBinding/wayfinder-pilot-discovery": "wayfinder-pilot-discovery", "ClusterRoleBinding/wayfinder-gateway-deployer": "wayfinder-gateway-deployer"} {
 		var subjects []rbacv1.Subject
 		var ref rbacv1.RoleRef
 		switch b := objs[k].(type) {
@@ -212,7 +214,7 @@ func TestBaseParsesWithRealTypes(t *testing.T) {
 		if len(subjects) != 1 || subjects[0] != want {
 			t.Errorf("%s binds %v, want only %v", k, subjects, want)
 		}
-		if ref.Name != "wayfinder-pilot-discovery" {
+		if ref.Name != role {
 			t.Errorf("%s refers to %s %q", k, ref.Kind, ref.Name)
 		}
 	}
@@ -259,8 +261,9 @@ func expand(groupResources []string, verbs ...string) []string {
 // (and get on CustomResourceDefinitions, whose metadata is watched for
 // Gateway API CRDs installed after start), update on the status of Ingresses, Istio and Gateway API objects only, Events, TokenReviews and
 // SubjectAccessReviews, and in its own namespace a Lease and the CA's
-// Secret and ConfigMap; no wildcards, no get on Secrets by name elsewhere,
-// nothing else.
+// Secret and ConfigMap; the gateway deployer's rights in a ClusterRole of
+// their own (get on Secrets only there, which RBAC's escalation check asks
+// of what grants it); no wildcards, nothing else.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	objs := decodeBase(t)
 	cr := objs["ClusterRole/wayfinder-pilot-discovery"].(*rbacv1.ClusterRole)
@@ -284,12 +287,21 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
 	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
-	// The deployed proxies of Gateways: server-side apply and removal.
-	want = append(want, expand([]string{"apps/deployments", "/services", "/serviceaccounts", "/configmaps"}, "create", "patch", "delete")...)
-	want = append(want, expand([]string{"apps/deployments", "/serviceaccounts", "/configmaps"}, "list", "watch")...)
 	slices.Sort(want)
 	if got := grants(cr.Rules); !slices.Equal(got, want) {
 		t.Errorf("ClusterRole grants\n  %v\nwant\n  %v", got, want)
+	}
+	// The deployed proxies of Gateways, in a ClusterRole of their own (left
+	// out, or bound per namespace): a live read, server-side apply and
+	// removal of their objects, and get on Secrets, which each Gateway's
+	// Role grants its ServiceAccount (RBAC's escalation check).
+	dep := objs["ClusterRole/wayfinder-gateway-deployer"].(*rbacv1.ClusterRole)
+	wantDep := expand([]string{"apps/deployments", "/services", "/serviceaccounts", "/configmaps",
+		"rbac.authorization.k8s.io/roles", "rbac.authorization.k8s.io/rolebindings"}, "get", "list", "watch", "create", "patch", "delete")
+	wantDep = append(wantDep, "/secrets:get")
+	slices.Sort(wantDep)
+	if got := grants(dep.Rules); !slices.Equal(got, wantDep) {
+		t.Errorf("ClusterRole wayfinder-gateway-deployer grants\n  %v\nwant\n  %v", got, wantDep)
 	}
 	role := objs["Role/wayfinder-pilot-discovery"].(*rbacv1.Role)
 	wantRole := expand([]string{"coordination.k8s.io/leases", "/secrets", "/configmaps"}, "create", "get", "update")
@@ -297,7 +309,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	if got := grants(role.Rules); !slices.Equal(got, wantRole) {
 		t.Errorf("Role grants %v, want %v", got, wantRole)
 	}
-	for _, r := range append(slices.Clone(cr.Rules), role.Rules...) {
+	for _, r := range slices.Concat(cr.Rules, dep.Rules, role.Rules) {
 		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
 			t.Errorf("rule %+v: unexpected resourceNames or nonResourceURLs", r)
 		}
@@ -497,10 +509,16 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "create", Namespace: namespace}, true},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: namespace, Name: "wayfinder-ca"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: namespace, Name: "wayfinder-ca-root-cert"}, true},
-		// Denied: writes to config, reading secrets by name, leases
-		// outside its namespace, Ingress spec updates.
+		// Reading a Secret by name: only through the gateway deployer's
+		// ClusterRole, as the API server lets pilot-discovery grant each
+		// Gateway's Role get on Secrets only if it holds it (it lists
+		// them all already).
+		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "default", Name: "tls"}, true},
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "roles", Verb: "create", Namespace: "default"}, true},
+		// Denied: writes to config, leases outside its namespace, Ingress
+		// spec updates.
 		{authorizationv1.ResourceAttributes{Group: "networking.istio.io", Resource: "virtualservices", Verb: "create", Namespace: "default"}, false},
-		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "default", Name: "tls"}, false},
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "create"}, false},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "ingresses", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "update", Namespace: "default"}, false},

@@ -116,6 +116,10 @@ func (l lazyAuthorizer) CanGetSecret(id model.Identity, ref model.SecretRef) (bo
 	return (*l.a).CanGetSecret(id, ref)
 }
 
+func (l lazyAuthorizer) CanListSecrets(id model.Identity, namespace string) (bool, string) {
+	return (*l.a).CanListSecrets(id, namespace)
+}
+
 func (s *secretServer) get(t *testing.T, path string, out any) string {
 	t.Helper()
 	resp, err := http.Get(s.http.URL + path)

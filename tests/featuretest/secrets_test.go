@@ -65,13 +65,39 @@ func sarAllowing(t *testing.T) func(ds *xds.DiscoveryServer) model.SecretAuthori
 		cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
 			ra := sar.Spec.ResourceAttributes
-			sar.Status.Allowed = sar.Spec.User == "system:serviceaccount:istio-system:ingressgateway" &&
-				ra.Verb == "get" && ra.Resource == "secrets" && ra.Namespace == "apps" && ra.Name == "shop-cert"
+			sar.Status.Allowed = sar.Spec.User == "system:serviceaccount:istio-system:ingressgateway" && ra.Resource == "secrets" &&
+				(ra.Verb == "get" && ra.Namespace == "apps" && ra.Name == "shop-cert" || ra.Verb == "list" && ra.Namespace == "istio-system")
 			return true, sar, nil
 		})
-		a, err := credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews()})
+		a, err := credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews(), OnChange: func() {
+			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
+		}})
 		if err != nil {
 			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { a.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		// The reviews the gateways below cause, answered before they
+		// connect so that their first config is final.
+		sys := model.Identity{Namespace: "istio-system", ServiceAccount: "ingressgateway"}
+		tenant := model.Identity{Namespace: "tenant", ServiceAccount: "ingressgateway"}
+		questions := []func() (bool, string){
+			func() (bool, string) { return a.CanListSecrets(sys, "istio-system") },
+			func() (bool, string) { return a.CanListSecrets(tenant, "tenant") },
+			func() (bool, string) {
+				return a.CanGetSecret(tenant, model.SecretRef{Namespace: "tenant", Name: "web-cert"})
+			},
+		}
+		deadline := time.Now().Add(waitTimeout)
+		for _, q := range questions {
+			for _, reason := q(); strings.Contains(reason, "not answered yet"); _, reason = q() {
+				if time.Now().After(deadline) {
+					t.Fatal("the authorizer answered nothing")
+				}
+				goruntime.Gosched()
+			}
 		}
 		return a
 	}
@@ -117,9 +143,12 @@ func sdsNames(t *testing.T, c *rawClient) map[string][]string {
 
 // A gateway proxy in namespace tenant, labelled istio: ingressgateway and
 // selected by istio-system's Gateway, never receives istio-system's key,
-// even asking for it by name; istio-system's own gateway receives its
-// own key and, with RBAC's leave, apps/shop-cert; a plaintext proxy gets
-// no secret and no chain that needs one. Refusals are reported.
+// even asking for it by name; istio-system's own gateway, whose
+// ServiceAccount may list the Secrets of istio-system, receives its own
+// key, and never apps/shop-cert, which a Gateway names with its namespace
+// (Istio config names the proxy's namespace's Secrets only), even though
+// RBAC lets it get that Secret; a plaintext proxy gets no secret and no
+// chain that needs one. Refusals are reported.
 func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 	sysCert, sysKey := readFile(t, "system-cert.pem"), readFile(t, "system-key.pem")
 	appCert, appKey := readFile(t, "app-cert.pem"), readFile(t, "app-key.pem")
@@ -133,16 +162,16 @@ func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 	tenant := dialRaw(t, s.addr, "ingressgateway-0", "tenant", "tenant/ingressgateway", publicLabels)
 	plain := dialRaw(t, s.addr, "plain-0", "istio-system", "", publicLabels)
 
-	// istio-system: both chains, both secrets, byte for byte.
-	if got := sdsNames(t, system); !slices.Equal(got["0.0.0.0_443"], []string{"kubernetes://apps/shop-cert", "kubernetes://web-cert"}) {
+	// istio-system: its own chain and secret, byte for byte; not apps'.
+	if got := sdsNames(t, system); !slices.Equal(got["0.0.0.0_443"], []string{"kubernetes://web-cert"}) {
 		t.Fatalf("istio-system gateway's chains fetch %v", got)
 	}
 	sec := tlsSecretOf(t, system, "kubernetes://web-cert", "kubernetes://apps/shop-cert")
 	if c := sec["kubernetes://web-cert"].GetTlsCertificate(); !bytes.Equal(c.GetCertificateChain().GetInlineBytes(), sysCert) || !bytes.Equal(c.GetPrivateKey().GetInlineBytes(), sysKey) {
 		t.Error("istio-system's gateway did not receive istio-system/web-cert byte for byte")
 	}
-	if c := sec["kubernetes://apps/shop-cert"].GetTlsCertificate(); !bytes.Equal(c.GetCertificateChain().GetInlineBytes(), appCert) || !bytes.Equal(c.GetPrivateKey().GetInlineBytes(), appKey) {
-		t.Error("istio-system's gateway did not receive apps/shop-cert, which its ServiceAccount may get")
+	if _, ok := sec["kubernetes://apps/shop-cert"]; ok {
+		t.Error("istio-system's gateway received apps/shop-cert, named by a Gateway of apps")
 	}
 	sdsNames(t, system2)
 
@@ -164,8 +193,11 @@ func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 		t.Errorf("plaintext proxy received secrets %v", mapKeys(got))
 	}
 
-	for _, c := range []*rawClient{tenant, plain} {
+	for _, c := range []*rawClient{tenant, plain, system} {
 		for _, key := range [][]byte{sysKey, appKey} {
+			if c == system && bytes.Equal(key, sysKey) {
+				continue
+			}
 			if bytes.Contains(c.received.Bytes(), key) || bytes.Contains(c.received.Bytes(), key[40:80]) {
 				t.Errorf("%s received a private key's bytes", c.id)
 			}
@@ -193,20 +225,21 @@ func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 		}
 		return out
 	}
-	if r := refusedTo(tenant.id); len(r) != 1 || !strings.HasPrefix(r[0], "apps/shop-cert: the Secret is not in the proxy's namespace tenant and ServiceAccount tenant/ingressgateway may not get it") {
+	if r := refusedTo(tenant.id); len(r) != 2 || !strings.HasPrefix(r[0], "apps/shop-cert: Gateway apps/shop may name Secrets of the proxy's namespace tenant only") ||
+		!strings.Contains(r[1], "ServiceAccount tenant/ingressgateway may neither list the Secrets of namespace tenant") {
 		t.Errorf("syncz refusals for the tenant gateway %q", r)
 	}
 	if r := refusedTo(plain.id); len(r) != 2 || !strings.Contains(r[0], "only sent to authenticated proxies") {
 		t.Errorf("syncz refusals for the plaintext proxy %q", r)
 	}
-	if r := refusedTo(system.id); len(r) != 0 {
+	if r := refusedTo(system.id); len(r) != 1 || !strings.HasPrefix(r[0], "apps/shop-cert: Gateway apps/shop may name Secrets of the proxy's namespace istio-system only") {
 		t.Errorf("syncz refusals for istio-system's gateway %q", r)
 	}
 	var cz xds.Configz
 	body := s.get(t, "/debug/configz", &cz)
 	found := false
 	for _, r := range cz.SecretRefusals {
-		if slices.Contains(r.Proxies, tenant.id) && r.Scope == "ns/tenant/sa/ingressgateway" && len(r.Refused) == 1 && r.Refused[0].Resource == "kubernetes://apps/shop-cert" {
+		if slices.Contains(r.Proxies, tenant.id) && r.Scope == "ns/tenant/sa/ingressgateway" && len(r.Refused) == 2 && r.Refused[0].Resource == "kubernetes://apps/shop-cert" {
 			found = true
 		}
 	}
@@ -217,7 +250,7 @@ func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 	// Debug output never carries key material: config_dump shows the
 	// secrets as Envoy's admin does.
 	dump := s.get(t, "/debug/config_dump?proxyID="+system.id, nil)
-	if !strings.Contains(dump, `"inlineString": "[redacted]"`) || !strings.Contains(dump, "kubernetes://apps/shop-cert") {
+	if !strings.Contains(dump, `"inlineString": "[redacted]"`) || !strings.Contains(dump, "kubernetes://web-cert") {
 		t.Errorf("config_dump does not show the redacted secrets:\n%s", dump)
 	}
 	for _, out := range []string{dump, body, s.get(t, "/debug/syncz", nil), s.get(t, "/debug/adsz", nil)} {
@@ -247,7 +280,7 @@ func TestFailedReviewRefusesThenRetries(t *testing.T) {
 	failing := true
 	clk := clocktesting.NewFakeClock(time.Now())
 	var authz *credentials.Authorizer
-	s := newSecretServer(t, secretsYAML, map[string][2][]byte{"apps/shop-cert": {appCert, appKey}}, func(ds *xds.DiscoveryServer) model.SecretAuthorizer {
+	s := newSecretServer(t, secretsYAML, map[string][2][]byte{"istio-system/web-cert": {appCert, appKey}}, func(ds *xds.DiscoveryServer) model.SecretAuthorizer {
 		cs := fake.NewClientset()
 		cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			mu.Lock()
@@ -276,12 +309,12 @@ func TestFailedReviewRefusesThenRetries(t *testing.T) {
 
 	gw := dialRaw(t, s.addr, "ingressgateway-0", "istio-system", "istio-system/ingressgateway", publicLabels)
 	lds := gw.fetch(resource.ListenerType)
-	if names := chainSecrets(t, lds); slices.Contains(names, "kubernetes://apps/shop-cert") {
+	if names := chainSecrets(t, lds); slices.Contains(names, "kubernetes://web-cert") {
 		t.Fatalf("chains fetch %v while the review fails", names)
 	}
 	var sz xds.Syncz
 	s.get(t, "/debug/syncz", &sz)
-	if len(sz.Proxies) != 1 || len(sz.Proxies[0].SecretsRefused) == 0 || !strings.Contains(sz.Proxies[0].SecretsRefused[0].Reason, "SubjectAccessReview failed") {
+	if len(sz.Proxies) != 1 || len(sz.Proxies[0].SecretsRefused) == 0 || !strings.Contains(sz.Proxies[0].SecretsRefused[len(sz.Proxies[0].SecretsRefused)-1].Reason, "SubjectAccessReview") {
 		t.Errorf("syncz %+v, want the Secret refused because the review failed", sz.Proxies)
 	}
 
@@ -297,12 +330,12 @@ func TestFailedReviewRefusesThenRetries(t *testing.T) {
 	}
 	clk.Step(10 * time.Second)
 	lds = gw.ackAndNext(lds)
-	if names := chainSecrets(t, lds); !slices.Contains(names, "kubernetes://apps/shop-cert") {
+	if names := chainSecrets(t, lds); !slices.Contains(names, "kubernetes://web-cert") {
 		t.Fatalf("after the review succeeded the chains fetch %v", names)
 	}
-	sec := tlsSecretOf(t, gw, "kubernetes://apps/shop-cert")
-	if c := sec["kubernetes://apps/shop-cert"].GetTlsCertificate(); !bytes.Equal(c.GetPrivateKey().GetInlineBytes(), appKey) {
-		t.Error("the gateway did not receive apps/shop-cert after the retry")
+	sec := tlsSecretOf(t, gw, "kubernetes://web-cert")
+	if c := sec["kubernetes://web-cert"].GetTlsCertificate(); !bytes.Equal(c.GetPrivateKey().GetInlineBytes(), appKey) {
+		t.Error("the gateway did not receive web-cert after the retry")
 	}
 }
 
@@ -324,4 +357,66 @@ func chainSecrets(t *testing.T, lds *discovery.DiscoveryResponse) []string {
 		}
 	}
 	return out
+}
+
+// A SubjectAccessReview never holds a push: while the API server does
+// not answer (the review hangs, with no timeout), gateways of two
+// namespaces connect and get their config at once, their TLS servers
+// left out as not reviewed yet; once the review answers, the gateway
+// whose ServiceAccount may list its namespace's Secrets is pushed its
+// chain and secret without any config change.
+func TestReviewNeverHoldsAPush(t *testing.T) {
+	sysCert, sysKey := readFile(t, "system-cert.pem"), readFile(t, "system-key.pem")
+	release := make(chan struct{})
+	var once sync.Once
+	var authz *credentials.Authorizer
+	s := newSecretServer(t, secretsYAML, map[string][2][]byte{"istio-system/web-cert": {sysCert, sysKey}}, func(ds *xds.DiscoveryServer) model.SecretAuthorizer {
+		cs := fake.NewClientset()
+		cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			<-release
+			sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+			sar.Status.Allowed = sar.Spec.User == "system:serviceaccount:istio-system:ingressgateway" && sar.Spec.ResourceAttributes.Verb == "list"
+			return true, sar, nil
+		})
+		var err error
+		authz, err = credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews(), Timeout: time.Hour,
+			OnChange: func() {
+				ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return authz
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { authz.Run(ctx); close(done) }()
+	t.Cleanup(func() { once.Do(func() { close(release) }); cancel(); <-done })
+
+	sys := dialRaw(t, s.addr, "ingressgateway-0", "istio-system", "istio-system/ingressgateway", publicLabels)
+	lds := sys.fetch(resource.ListenerType)
+	if names := chainSecrets(t, lds); slices.Contains(names, "kubernetes://web-cert") {
+		t.Fatalf("chains fetch %v before the review answered", names)
+	}
+	tenant := dialRaw(t, s.addr, "ingressgateway-0", "tenant", "tenant/ingressgateway", publicLabels)
+	if tl := tenant.fetch(resource.ListenerType); len(tl.GetResources()) == 0 {
+		t.Fatal("a second gateway got no listeners while a review hangs")
+	}
+	var sz xds.Syncz
+	s.get(t, "/debug/syncz", &sz)
+	for _, p := range sz.Proxies {
+		if p.ID == sys.id && (len(p.SecretsRefused) == 0 || !strings.Contains(p.SecretsRefused[len(p.SecretsRefused)-1].Reason, "not answered yet")) {
+			t.Errorf("syncz refusals for istio-system's gateway %+v, want the certificate's review pending", p.SecretsRefused)
+		}
+	}
+
+	once.Do(func() { close(release) })
+	lds = sys.ackAndNext(lds)
+	if names := chainSecrets(t, lds); !slices.Contains(names, "kubernetes://web-cert") {
+		t.Fatalf("after the review answered the chains fetch %v", names)
+	}
+	sec := tlsSecretOf(t, sys, "kubernetes://web-cert")
+	if c := sec["kubernetes://web-cert"].GetTlsCertificate(); !bytes.Equal(c.GetPrivateKey().GetInlineBytes(), sysKey) {
+		t.Error("the gateway did not receive web-cert once reviewed")
+	}
 }

@@ -214,7 +214,7 @@ security:
   plaintextGRPC: false
   tls: {certSecret: wf-tls, clientCASecret: wf-client-ca, sans: [xds.example.com]}
   tokenAudiences: [wayfinder]
-  debug: {adminNamespaces: [ops]}
+  debug: {adminNamespaces: [ops], adminServiceAccounts: [ops/oncall]}
 podDisruptionBudget: {enabled: true, minAvailable: 2}
 serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 `)
@@ -230,7 +230,7 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 		"--watch-namespaces=shop,web", "--ingress-class=nginx", "--ingress-service=gw/edge", "--disable-ingress",
 		"--tls-cert-file=/etc/wayfinder/tls/tls.crt", "--tls-key-file=/etc/wayfinder/tls/tls.key",
 		"--client-ca-file=/etc/wayfinder/client-ca/ca.crt", "--tls-san=xds.example.com", "--token-audiences=wayfinder",
-		"--debug-admin-namespaces=ops",
+		"--debug-admin-namespaces=ops", "--debug-admin-service-accounts=ops/oncall",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %s", args, want)

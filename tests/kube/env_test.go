@@ -232,12 +232,12 @@ func (e *env) createPod(name string, labels map[string]string) {
 	e.must(err)
 }
 
-// debugAdminToken is a token of ServiceAccount kube-system/wayfinder-debug:
-// kube-system is a debug admin namespace by default, so it reads every
-// debug endpoint.
-func debugAdminToken(t *testing.T) string {
+// debugAdminToken is a token of ServiceAccount podNamespace/wayfinder-debug:
+// the server's own namespace (--pod-namespace) is the debug admin
+// namespace by default, so it reads every debug endpoint.
+func debugAdminToken(t *testing.T, podNamespace string) string {
 	t.Helper()
-	return cluster.Get(t).Token(t, "kube-system", "wayfinder-debug", nil, time.Hour)
+	return cluster.Get(t).Token(t, podNamespace, "wayfinder-debug", nil, time.Hour)
 }
 
 // --- metrics ---------------------------------------------------------------

@@ -50,7 +50,9 @@ func TestSecretDeletedAndRecreated(t *testing.T) {
 	web := e.cluster("web")
 	sds := "kubernetes://edge-tls"
 
-	// The gateway of the Secret's own namespace may have it.
+	// The gateway of the Secret's own namespace may have it: its
+	// ServiceAccount may list the Secrets there (the gateway Role).
+	e.grantGatewayRoleTo(e.ns, "ingressgateway")
 	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-gw", Namespace: e.ns, Labels: map[string]string{"istio": "ingressgateway"}}
 	gw := e.gatewayAs(node, "ingressgateway", e.ns)
 	httpsUp := func(s adsc.State) bool {

@@ -89,7 +89,9 @@ func TestGatewayAPICrossNamespaceCertificate(t *testing.T) {
 	}, metav1.CreateOptions{})
 	e.must(err)
 
-	const sa = "edge-wayfinder"
+	// The ServiceAccount the deployer makes for the Gateway: its Secrets
+	// go to proxies running as it.
+	sa := "edge-" + className
 	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
 	proxy := e.gatewayAs(node, sa, ns)
 	resource := "kubernetes-gateway://" + certsNS + "/" + secretName

@@ -340,7 +340,7 @@ func (e *ingressEnv) getJSON(pathAndQuery string, v any) string {
 	// Kubernetes mode answers debug paths to a debug admin's token only.
 	req, err := http.NewRequest(http.MethodGet, "http://"+e.server.HTTPAddr().String()+pathAndQuery, nil)
 	e.must(err)
-	req.Header.Set("Authorization", "Bearer "+debugAdminToken(e.t))
+	req.Header.Set("Authorization", "Bearer "+e.debugToken())
 	resp, err := http.DefaultClient.Do(req)
 	e.must(err)
 	defer resp.Body.Close()

@@ -370,3 +370,5 @@ func TestIngressTLSAgainstAPIServer(t *testing.T) {
 type grantAll struct{}
 
 func (grantAll) CanGetSecret(model.Identity, model.SecretRef) (bool, string) { return true, "" }
+
+func (grantAll) CanListSecrets(model.Identity, string) (bool, string) { return true, "" }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -67,11 +68,11 @@ func (e *ingressEnv) dumpedSecretVersions(node adsc.NodeOptions) map[string]stri
 
 // A MUTUAL Gateway server verifies clients with the CA of its
 // credentialName Secret, sent over SDS as the credential's resource name
-// with -cacert (kubernetes://NS/NAME-cacert). Rotating the CA in
+// with -cacert (kubernetes://NAME-cacert). Rotating the CA in
 // the Secret changes that secret alone: the listener the gateway holds
 // keeps its version.
 func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
-	e := newIngressEnv(t, "mtls")
+	e := newIngressEnv(t, "mtls", "istio-system")
 	istio, err := istioclient.NewForConfig(cluster.Get(t).RESTConfig())
 	e.must(err)
 	node := gatewayNode("mtls-gw")
@@ -81,20 +82,26 @@ func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
 	e.must(err)
 	key, err := os.ReadFile("../../pilot/pkg/networking/listener/testdata/key.pem")
 	e.must(err)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mtls-cert"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key, "ca.crt": newCA(t, "first-ca")}}
-	_, err = e.kube.CoreV1().Secrets(e.ns).Create(ctx, secret, metav1.CreateOptions{})
-	e.must(err)
 	// The gateway runs in istio-system: the Secret (its certificate and,
-	// in ca.crt, its CA) is another namespace's, named with it and granted
-	// to the gateway's ServiceAccount as the README's example does.
-	e.grantSecret("mtls-cert")
+	// in ca.crt, its CA) is of that namespace, named uniquely there, and
+	// the gateway's ServiceAccount may list the Secrets of its namespace
+	// (manifests/examples/gateway-role.yaml).
+	ensureNamespace(t, e.cluster_, "istio-system")
+	secretName := e.ns + "-mtls"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key, "ca.crt": newCA(t, "first-ca")}}
+	_, err = e.kube.CoreV1().Secrets("istio-system").Create(ctx, secret, metav1.CreateOptions{})
+	e.must(err)
+	t.Cleanup(func() {
+		_ = e.kube.CoreV1().Secrets("istio-system").Delete(context.Background(), secretName, metav1.DeleteOptions{})
+	})
+	e.grantGatewayRole()
 	_, err = istio.NetworkingV1().Gateways(e.ns).Create(ctx, &networkingv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "mtls"},
 		Spec: networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{{
 			Port:  &networking.Port{Number: 443, Name: "https", Protocol: "HTTPS"},
 			Hosts: []string{"mtls.example.com"},
-			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CredentialName: e.ns + "/mtls-cert"},
+			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CredentialName: secretName},
 		}}},
 	}, metav1.CreateOptions{})
 	e.must(err)
@@ -106,7 +113,8 @@ func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
 	}, metav1.CreateOptions{})
 	e.must(err)
 
-	caName := "kubernetes://" + e.ns + "/mtls-cert-cacert"
+	caName := "kubernetes://" + secretName + "-cacert"
+	certName := "kubernetes://" + secretName
 	s := waitFor(t, gw, "the MUTUAL listener", func(s adsc.State) bool { return s.Listeners["0.0.0.0_443"] != nil })
 	var tlsCtx tlsv3.DownstreamTlsContext
 	e.must(s.Listeners["0.0.0.0_443"].GetFilterChains()[0].GetTransportSocket().GetTypedConfig().UnmarshalTo(&tlsCtx))
@@ -114,13 +122,13 @@ func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
 		t.Fatalf("validation context over SDS %q (require client certificate %v), want %s", got, tlsCtx.GetRequireClientCertificate(), caName)
 	}
 	before := e.dumpedSecretVersions(node)
-	if before[caName] == "" || before["kubernetes://"+e.ns+"/mtls-cert"] == "" {
+	if before[caName] == "" || before[certName] == "" {
 		t.Fatalf("config_dump secrets %v, want the certificate and %s", before, caName)
 	}
 	listenerVersion := s.Version(adsc.ListenerType)
 
 	secret.Data["ca.crt"] = newCA(t, "second-ca")
-	_, err = e.kube.CoreV1().Secrets(e.ns).Update(ctx, secret, metav1.UpdateOptions{})
+	_, err = e.kube.CoreV1().Secrets("istio-system").Update(ctx, secret, metav1.UpdateOptions{})
 	e.must(err)
 	deadline := time.Now().Add(waitTimeout)
 	var after map[string]string
@@ -136,7 +144,7 @@ func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
 		// client does not fetch secrets), so there is no event to wait on.
 		time.Sleep(50 * time.Millisecond)
 	}
-	if after["kubernetes://"+e.ns+"/mtls-cert"] != before["kubernetes://"+e.ns+"/mtls-cert"] {
+	if after[certName] != before[certName] {
 		t.Errorf("the certificate secret changed too: %v -> %v", before, after)
 	}
 	// A route change afterwards is a barrier: by the time it has arrived,

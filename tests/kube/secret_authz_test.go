@@ -76,14 +76,24 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 
 	clk := clocktesting.NewFakeClock(time.Now())
 	a, err := credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews(), Clock: clk,
-		DeniedTTL: time.Minute, AllowedTTL: time.Minute})
+		// waitAnswer steps the clock 2 minutes a time: allowed answers
+		// must not go stale meanwhile.
+		DeniedTTL: time.Minute, AllowedTTL: time.Minute, MaxStale: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Reviews run on the authorizer's own loop; asking never waits.
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(rctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 	gw := model.Identity{Namespace: gwNS, ServiceAccount: "istio-ingressgateway-service-account", Method: model.MethodToken}
 	secret := model.SecretRef{Namespace: appNS, Name: "shop-tls"}
-	if ok, reason := a.CanGetSecret(gw, secret); ok || !strings.Contains(reason, "RBAC does not allow get") {
+	if ok, reason := answered(t, func() (bool, string) { return a.CanGetSecret(gw, secret) }); ok || !strings.Contains(reason, "RBAC does not allow get") {
 		t.Fatalf("without a RoleBinding: allowed %v, reason %q; want denied by RBAC (not a failed review)", ok, reason)
+	}
+	if ok, reason := answered(t, func() (bool, string) { return a.CanListSecrets(gw, gwNS) }); ok || !strings.Contains(reason, "RBAC does not allow list") {
+		t.Fatalf("list on its namespace without a Role: allowed %v, reason %q", ok, reason)
 	}
 
 	// Grant get on that one Secret with the README's example, renamed to
@@ -102,12 +112,15 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	// informer: ask again (each time past the cached answer's TTL) until
 	// it does, within the bounded wait.
 	waitAnswer(t, a, clk, gw, secret, true)
-	if ok, _ := a.CanGetSecret(gw, model.SecretRef{Namespace: appNS, Name: "other"}); ok {
+	if ok, _ := answered(t, func() (bool, string) { return a.CanGetSecret(gw, model.SecretRef{Namespace: appNS, Name: "other"}) }); ok {
 		t.Error("a Role on shop-tls let the gateway have another Secret")
 	}
 	other := model.Identity{Namespace: gwNS, ServiceAccount: "someone-else"}
-	if ok, _ := a.CanGetSecret(other, secret); ok {
+	if ok, _ := answered(t, func() (bool, string) { return a.CanGetSecret(other, secret) }); ok {
 		t.Error("another ServiceAccount of the gateway's namespace got the Secret")
+	}
+	if ok, _ := answered(t, func() (bool, string) { return a.CanListSecrets(gw, appNS) }); ok {
+		t.Error("get on one Secret let the gateway list the namespace's")
 	}
 
 	// Revoked: denied again once the allowed answer expires.
@@ -115,6 +128,23 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAnswer(t, a, clk, gw, secret, false)
+}
+
+// answered asks until the authorizer's loop has answered (the first ask
+// of a question is refused as pending while it is reviewed).
+func answered(t *testing.T, ask func() (bool, string)) (bool, string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		ok, reason := ask()
+		if !strings.Contains(reason, "not answered yet") {
+			return ok, reason
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer: %s", reason)
+		}
+		time.Sleep(10 * time.Millisecond) // the authorizer's loop
+	}
 }
 
 // waitAnswer steps the clock past the cache's TTL and asks again until the

@@ -28,7 +28,13 @@ import (
 // name, as a gateway would, and returns the names of those sent.
 func (e *ingressEnv) fetchSecrets(node adsc.NodeOptions, ns, sa string, names ...string) []string {
 	e.t.Helper()
-	token := e.cluster_.Token(e.t, ns, sa, []string{"wayfinder"}, time.Hour)
+	return e.fetchSecretsAs(node, ns, sa, "wayfinder", names...)
+}
+
+// fetchSecretsAs is fetchSecrets with a token for audience.
+func (e *ingressEnv) fetchSecretsAs(node adsc.NodeOptions, ns, sa, audience string, names ...string) []string {
+	e.t.Helper()
+	token := e.cluster_.Token(e.t, ns, sa, []string{audience}, time.Hour)
 	cc, err := grpc.NewClient(e.server.SecureGRPCAddr().String(),
 		grpc.WithTransportCredentials(credentials.NewTLS(e.tlsConfig())), grpc.WithPerRPCCredentials(bearer(token)))
 	e.must(err)
@@ -55,7 +61,10 @@ func (e *ingressEnv) fetchSecrets(node adsc.NodeOptions, ns, sa string, names ..
 // gateway of namespace tenant, labelled istio: ingressgateway and so
 // selected by a Gateway whose servers name istio-system's certificate,
 // never receives that key, not even asking for it by name; istio-system's
-// gateway receives its own. A tenant's Ingress TLS Secret reaches the
+// gateway, whose ServiceAccount the gateway Role
+// (manifests/examples/gateway-role.yaml) lets list the Secrets of its
+// namespace, receives its own. A tenant's Ingress TLS Secret reaches the
+// tenant's own gateway once it has that Role in its namespace, and the
 // istio-system gateway only once a Role and RoleBinding
 // (manifests/examples/gateway-secret-access.yaml) let its ServiceAccount
 // get it; until then the refusal shows in /debug/configz.
@@ -69,6 +78,7 @@ func TestGatewaySecretsFollowRealTokens(t *testing.T) {
 	key, err := os.ReadFile("../../pilot/pkg/networking/listener/testdata/key.pem")
 	e.must(err)
 
+	e.grantGatewayRole()
 	// istio-system's certificate, named uniquely in the shared namespace.
 	sysSecret := tenant + "-gw"
 	_, err = e.kube.CoreV1().Secrets("istio-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sysSecret}, Type: corev1.SecretTypeTLS,
@@ -147,6 +157,10 @@ func TestGatewaySecretsFollowRealTokens(t *testing.T) {
 	if names, _ := e.dumpedSecrets(sysNode); slices.Contains(names, shop) {
 		t.Fatalf("istio-system's gateway got %s before any grant", shop)
 	}
+	if names, _ := e.dumpedSecrets(tenantNode); slices.Contains(names, shop) {
+		t.Fatalf("the tenant gateway got %s before its ServiceAccount may list the Secrets of %s", shop, tenant)
+	}
+	e.grantGatewayRoleTo(tenant, "ingressgateway")
 	waitUntil(t, "the tenant gateway serving its own namespace's Ingress Secret", func() bool {
 		names, _ := e.dumpedSecrets(tenantNode)
 		return slices.Contains(names, shop)

@@ -58,7 +58,8 @@ func newSecureEnv(t *testing.T) *secureEnv {
 	e.createVS(e.virtualService("first", "first.example.com", "x.example.com", ""))
 	e.server = startServer(t, bootstrap.Options{
 		Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}, PodNamespace: e.wf,
-		Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0", ClientCAFile: caFile},
+		Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0", ClientCAFile: caFile,
+			DebugAdminServiceAccounts: []string{"kube-system/named-admin"}},
 	})
 	cm, err := e.kube.CoreV1().ConfigMaps(e.wf).Get(ctx, security.RootCertConfigMap, metav1.GetOptions{})
 	e.must(err)
@@ -273,7 +274,7 @@ func TestSecurePortAuthenticatesGateways(t *testing.T) {
 	}
 
 	// adsz shows the verified identities.
-	code, body := e.debug("/debug/adsz", debugAdminToken(t))
+	code, body := e.debug("/debug/adsz", debugAdminToken(t, e.wf))
 	if code != http.StatusOK {
 		t.Fatalf("adsz as admin: %d %s", code, body)
 	}
@@ -309,7 +310,7 @@ func TestDebugEndpointsNeedTokens(t *testing.T) {
 		waitFor(t, c, "config", func(s adsc.State) bool { return virtualHost(s, "first.example.com", "") })
 	}
 	tenant := e.c.Token(t, e.ns, "viewer", nil, time.Hour)
-	admin := debugAdminToken(t)
+	admin := debugAdminToken(t, e.wf)
 	mineID := url.QueryEscape(adsc.NodeID(adsc.NodeOptions{IP: "127.0.0.1", PodName: "gw-mine", Namespace: e.ns}))
 	theirID := url.QueryEscape(adsc.NodeID(adsc.NodeOptions{IP: "127.0.0.1", PodName: "gw-theirs", Namespace: e.other}))
 
@@ -331,6 +332,12 @@ func TestDebugEndpointsNeedTokens(t *testing.T) {
 		{"/debug/adsz", tenant, http.StatusOK},
 		{"/debug/syncz", tenant, http.StatusOK},
 		{"/debug/configz", admin, http.StatusOK},
+		// Only the server's own namespace and named ServiceAccounts are
+		// admins: kube-system and istio-system are not, by default.
+		{"/debug/configz", e.c.Token(t, "kube-system", "wayfinder-debug", nil, time.Hour), http.StatusForbidden},
+		{"/debug/pprof/", e.c.Token(t, "kube-system", "wayfinder-debug", nil, time.Hour), http.StatusForbidden},
+		{"/debug/configz", e.c.Token(t, "kube-system", "named-admin", nil, time.Hour), http.StatusOK},
+		{"/debug/pprof/", admin, http.StatusOK},
 		{"/debug/config_dump?proxyID=" + theirID, admin, http.StatusOK},
 		{"/metrics", "", http.StatusOK},
 		{"/healthz/ready", "", http.StatusOK},

@@ -172,7 +172,10 @@ func TestSoakMixedChurn(t *testing.T) {
 	tlsConfig := &tls.Config{RootCAs: pool, ServerName: "pilot-discovery." + ns + ".svc"}
 	lifetime := 2*time.Hour + 2**soakDuration
 	token := c.Token(t, ns, "ingressgateway", []string{"wayfinder"}, lifetime)
-	proc := process{pid: b.PID(), httpAddr: b.HTTPAddr, adminToken: c.Token(t, "kube-system", "wayfinder-debug", nil, lifetime)}
+	// The gateway may list its namespace's Secrets, as Istio's gateway
+	// chart grants; without it the TLS Secret is not sent to it.
+	c.AllowSecretReading(t, ns, "ingressgateway")
+	proc := process{pid: b.PID(), httpAddr: b.HTTPAddr, adminToken: c.Token(t, ns, "wayfinder-debug", nil, lifetime)}
 
 	f := &fleet{t: t, gws: make([]*adsc.Client, *soakGateways), dial: func(i int) (*adsc.Client, error) {
 		dctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

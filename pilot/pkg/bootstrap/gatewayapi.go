@@ -22,8 +22,10 @@ type istioStore interface {
 // exists in Kubernetes mode: when the cluster has no Gateway API CRDs it
 // says so once and serves nothing, without holding back readiness.
 // Hostname backends are looked up in istio, the Istio config store, whose
-// ServiceEntry changes schedule a conversion.
-func gatewayAPISource(c KubeClients, domainSuffix string, istio istioStore) (*gateway.Controller, error) {
+// ServiceEntry changes schedule a conversion. deploys says the deployer
+// is on: the Secrets of the Gateways it deploys go to the proxies running
+// as the ServiceAccount it made for each.
+func gatewayAPISource(c KubeClients, domainSuffix string, deploys bool, istio istioStore) (*gateway.Controller, error) {
 	// CRDs are watched (metadata only) so that Gateway API kinds installed
 	// after start are served without a restart.
 	meta, err := metadata.NewForConfig(c.RESTConfig)
@@ -34,7 +36,7 @@ func gatewayAPISource(c KubeClients, domainSuffix string, istio istioStore) (*ga
 		Client: c.GatewayAPI, Kube: c.Kube, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
 		ServiceEntries:       func() []config.Config { return istio.List(schema.ServiceEntry, "") },
 		ServiceEntriesSynced: istio.Synced(),
-		Convert:              gateway.Options{DomainSuffix: domainSuffix},
+		Convert:              gateway.Options{DomainSuffix: domainSuffix, DeploysProxies: deploys},
 	})
 	if err != nil {
 		return nil, err

@@ -19,21 +19,25 @@ func (m *kubeMode) addIstioStatus(opts Options, ds *xds.DiscoveryServer, caPEM [
 	}
 	var also []status.Syncer
 	if m.gatewayAPI != nil {
+		// The deployer runs first, so a Gateway it holds back is reported
+		// in the same pass.
+		d, err := m.addGatewayDeployer(opts, caPEM)
+		if err != nil {
+			return fmt.Errorf("gateway deployment: %w", err)
+		}
+		var held func(namespace, name string) (string, string, bool)
+		if d != nil {
+			also = append(also, d)
+			held = m.gatewayDeployer.Held
+		}
 		g, err := status.NewGatewayAPI(status.GatewayAPIOptions{
 			Client: m.gatewayAPI.Client(), Input: m.gatewayAPI.StatusInput, Status: m.gatewayAPI.Status,
-			Convert: m.gatewayAPI.ConvertOptions(),
+			Convert: m.gatewayAPI.ConvertOptions(), Held: held,
 		})
 		if err != nil {
 			return fmt.Errorf("gateway API status: %w", err)
 		}
 		also = append(also, g)
-		d, err := m.addGatewayDeployer(opts, caPEM)
-		if err != nil {
-			return fmt.Errorf("gateway deployment: %w", err)
-		}
-		if d != nil {
-			also = append(also, d)
-		}
 	}
 	w, err := status.NewIstio(status.IstioOptions{
 		Kube: m.clients.Kube, Istio: m.clients.Istio, Namespaces: m.clients.Namespaces, Factories: m.istioInformers,

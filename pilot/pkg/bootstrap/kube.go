@@ -3,6 +3,8 @@ package bootstrap
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +33,11 @@ type KubeClients struct {
 	Kube       kclient.Kube
 	Istio      kclient.Istio
 	GatewayAPI kclient.GatewayAPI
+	// Reviews creates TokenReviews and SubjectAccessReviews, and nothing
+	// else: its own connection, rate limiter (SecurityOptions.Reviews) and
+	// deadline per request, so a flood of reviews, which clients drive,
+	// never delays Lease renewal, status writes or informers behind it.
+	Reviews kclient.Kube
 	// Queue is the one event queue every source pushes its tasks to; the
 	// server runs it.
 	Queue *queue.Queue
@@ -65,6 +72,28 @@ func restConfig(opts Options) (*rest.Config, error) {
 		return nil, fmt.Errorf("--kubeconfig %q: %w", opts.Kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// newReviewClient is the client of TokenReviews and SubjectAccessReviews:
+// cfg's server and credentials with a rate limiter, connection and
+// request timeout of its own. It is built before cfg gets the transport
+// wrapper that waits out API server outages (only lists and watches wait;
+// a review should fail fast).
+func newReviewClient(cfg *rest.Config, o ReviewClientOptions) (kclient.Kube, error) {
+	rc := rest.CopyConfig(cfg)
+	rc.QPS, rc.Burst, rc.Timeout = o.QPS, o.Burst, o.Timeout
+	rc.RateLimiter = nil
+	rc.UserAgent = cfg.UserAgent + "-reviews"
+	if rc.Dial == nil {
+		// A dialer of its own keeps client-go from sharing the cached
+		// transport, and so the connection, of the other clients.
+		rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	cs, err := kclient.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("review client: %w", err)
+	}
+	return cs.Kube, nil
 }
 
 // kubeMode holds what Kubernetes mode runs besides the config store.
@@ -107,6 +136,10 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		cfg.QPS, cfg.Burst = 50, 100
 	}
 	cfg.UserAgent = "wayfinder-pilot-discovery"
+	reviews, err := newReviewClient(cfg, opts.Security.Reviews)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Informers wait out an API server outage instead of backing off for
 	// up to a minute (see kubeutil.WaitForAPIServer).
 	cfg.Wrap(kubeutil.WaitForAPIServer(kubeutil.ReconnectOptions{Logger: opts.Logger}))
@@ -123,7 +156,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 	m := &kubeMode{
 		broadcaster: broadcaster,
 		clients: KubeClients{
-			RESTConfig: cfg, Kube: cs.Kube, Istio: cs.Istio, GatewayAPI: cs.GatewayAPI,
+			RESTConfig: cfg, Kube: cs.Kube, Istio: cs.Istio, GatewayAPI: cs.GatewayAPI, Reviews: reviews,
 			Queue:      queue.New(queue.Options{Logger: opts.Logger}),
 			Namespaces: namespaces,
 			Recorder:   broadcaster.NewRecorder(kclient.Scheme, corev1.EventSource{Component: "wayfinder"}),
@@ -154,7 +187,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		sources = append(sources, m.ingress)
 	}
 	if !opts.GatewayAPI.Disabled {
-		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix, crds)
+		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix, !opts.GatewayDeploy.Disabled, crds)
 		if err != nil {
 			return fail(err)
 		}

@@ -17,7 +17,11 @@ import (
 type Limits struct {
 	// XDS are the per-stream limits of the discovery server.
 	XDS xds.Limits
-	// MaxRecvMsgBytes bounds one message a client sends (Istio's 4 MiB).
+	// MaxRecvMsgBytes bounds one message a client sends. It must fit the
+	// largest request a gateway sends, its EDS request naming every
+	// cluster: 5 MB at 100,000 services of 50-byte names, more than
+	// Istio's 4 MiB. What a stream keeps of its requests is bounded by the
+	// ADS limits on names (xds.Limits), not by this.
 	MaxRecvMsgBytes int
 	// MaxStreamsPerConnection is HTTP/2's MaxConcurrentStreams: ADS needs
 	// one stream per gateway, proxyless gRPC clients one per channel.
@@ -34,9 +38,9 @@ type Limits struct {
 
 // DefaultLimits are the gRPC defaults; the ADS defaults are
 // xds.DefaultLimits. Keepalives are Istio's (30 s, 10 s, pings allowed
-// every 15 s).
+// every 15 s). 16 MiB messages carry the EDS request of 300,000 services.
 var DefaultLimits = Limits{
-	MaxRecvMsgBytes:         4 << 20,
+	MaxRecvMsgBytes:         16 << 20,
 	MaxStreamsPerConnection: 100,
 	KeepaliveTime:           30 * time.Second,
 	KeepaliveTimeout:        10 * time.Second,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -43,6 +44,10 @@ type Options struct {
 	WatchNamespaces []string
 	// DomainSuffix ends Kubernetes Service hostnames; default cluster.local.
 	DomainSuffix string
+	// RootNamespace holds the DestinationRules that apply to every
+	// namespace's services after the proxy's and the service's own (mesh
+	// config rootNamespace); default istio-system.
+	RootNamespace string
 	// ExtraKubeSources are further config sources for Kubernetes mode,
 	// merged with the Istio CRDs and Ingresses into one store.
 	ExtraKubeSources []KubeSource
@@ -140,6 +145,9 @@ func (o *Options) applyDefaults() {
 	if o.DomainSuffix == "" {
 		o.DomainSuffix = "cluster.local"
 	}
+	if o.RootNamespace == "" {
+		o.RootNamespace = model.DefaultRootNamespace
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -148,7 +156,8 @@ func (o *Options) applyDefaults() {
 
 // SecretReviewOptions are the timings of the SubjectAccessReview cache
 // (credentials.Options): how long an allowed and a denied answer are kept,
-// and how often expired answers in use are checked again.
+// how often expired answers in use are checked again, and how long an
+// allowed answer stands while those checks fail (default 2 x AllowedTTL).
 type SecretReviewOptions struct {
-	AllowedTTL, DeniedTTL, Refresh time.Duration
+	AllowedTTL, DeniedTTL, Refresh, MaxStale time.Duration
 }

@@ -5,17 +5,19 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
-// addSecretAuthorizer builds the SubjectAccessReview authorizer that lets
-// a gateway have another namespace's Secret when its ServiceAccount may
-// get it (an Ingress's TLS Secret, say). A changed answer pushes again
+// addSecretAuthorizer builds the SubjectAccessReview authorizer that
+// decides whether a gateway's ServiceAccount may have the Secrets of its
+// namespace (list, as istiod asks) or one Secret (get: an Ingress's TLS
+// Secret of another namespace, say). Its reviews run on its own loop, not
+// under the push lock: an answer that arrives or changes pushes again
 // through pushSecret, like a changed certificate.
 func (m *kubeMode) addSecretAuthorizer(opts Options) error {
 	a, err := credentials.New(credentials.Options{
-		Client:     m.clients.Kube.AuthorizationV1().SubjectAccessReviews(),
+		Client:     m.clients.Reviews.AuthorizationV1().SubjectAccessReviews(),
 		Logger:     opts.Logger.With("source", "secret-authorizer"),
 		OnChange:   func() { m.pushSecret() },
 		AllowedTTL: opts.SecretReview.AllowedTTL, DeniedTTL: opts.SecretReview.DeniedTTL,
-		ErrorRetry: opts.SecretReview.Refresh,
+		ErrorRetry: opts.SecretReview.Refresh, MaxStale: opts.SecretReview.MaxStale,
 	})
 	if err != nil {
 		return err

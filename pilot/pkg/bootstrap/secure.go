@@ -21,8 +21,11 @@ import (
 type secureParts struct {
 	tokens   *security.TokenAuthenticator // nil in file mode
 	failures *security.Failures
-	keyPair  *security.KeyPair // nil: no secure port
-	caPEM    []byte            // the self-signed CA, when one is used
+	// xdsAdmission and debugAdmission bound the TokenReviews new tokens
+	// on each port may start (nil in file mode).
+	xdsAdmission, debugAdmission *security.Admission
+	keyPair                      *security.KeyPair // nil: no secure port
+	caPEM                        []byte            // the self-signed CA, when one is used
 }
 
 // newSecureParts sets up authentication and the serving certificate: from
@@ -31,7 +34,13 @@ func newSecureParts(opts Options, kube *kubeMode, reg prometheus.Registerer) (*s
 	sec := opts.Security
 	p := &secureParts{failures: security.NewFailures(reg, opts.Logger, nil)}
 	if kube != nil {
-		p.tokens = security.NewTokenAuthenticator(security.TokenOptions{Client: kube.clients.Kube})
+		p.tokens = security.NewTokenAuthenticator(security.TokenOptions{
+			Client: kube.clients.Reviews, MaxTokenBytes: sec.MaxTokenBytes, PositiveTTL: sec.TokenCacheTTL,
+			ReviewTimeout: sec.Reviews.Timeout,
+		})
+		m := security.NewAdmissionMetrics(reg)
+		p.xdsAdmission = security.NewAdmission(security.PortXDS, sec.Admission, m, opts.Logger, nil)
+		p.debugAdmission = security.NewAdmission(security.PortDebug, sec.DebugAdmission, m, opts.Logger, nil)
 	}
 	if sec.SecureGRPCAddr == "" {
 		return p, nil
@@ -100,8 +109,12 @@ func newSecureGRPC(opts Options, p *secureParts, base []grpc.ServerOption) (*grp
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	auth := &security.StreamAuthenticator{Tokens: p.tokens, Audiences: opts.Security.TokenAudiences, Failures: p.failures}
+	auth := &security.StreamAuthenticator{Tokens: p.tokens, Audiences: opts.Security.TokenAudiences, Failures: p.failures,
+		Admission: p.xdsAdmission}
 	so := append(append([]grpc.ServerOption{}, base...),
+		// gRPC accepts 16 MiB of headers by default: far more than a token
+		// and gRPC's own headers, and held per stream before any check.
+		grpc.MaxHeaderListSize(opts.Security.MaxHeaderListSize),
 		grpc.Creds(security.CountingCredentials(credentials.NewTLS(cfg), p.failures)),
 		grpc.ChainStreamInterceptor(auth.StreamInterceptor()),
 		grpc.ChainUnaryInterceptor(auth.UnaryInterceptor()),

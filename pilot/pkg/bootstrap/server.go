@@ -42,6 +42,8 @@ type Server struct {
 	// drained waits for the gRPC servers' GracefulStop started by drain;
 	// nil when drain did not run.
 	drained *sync.WaitGroup
+	// httpRegistry receives the debug listener's metrics.
+	httpRegistry prometheus.Registerer
 }
 
 // NewServer builds every part and binds both listeners, so an address in
@@ -61,6 +63,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		Replica:          opts.PodName,
 		Limits:           opts.Limits.XDS,
 		WarmGateways:     opts.WarmGateways,
+		Scoping:          model.Scoping{RootNamespace: opts.RootNamespace},
 	}
 	var (
 		store   model.ConfigStoreController
@@ -104,7 +107,11 @@ func NewServer(opts Options) (s *Server, err error) {
 	}
 	xopts.AuthFailures = sec.failures
 	if sec.tokens != nil {
-		xopts.DebugAuth = &security.DebugAuth{Tokens: sec.tokens, AdminNamespaces: opts.Security.DebugAdminNamespaces}
+		xopts.DebugAuth = &security.DebugAuth{Tokens: sec.tokens, AdminNamespaces: opts.Security.DebugAdminNamespaces,
+			AdminServiceAccounts: opts.Security.DebugAdminServiceAccounts, Admission: sec.debugAdmission}
+		if len(opts.Security.DebugAdminNamespaces)+len(opts.Security.DebugAdminServiceAccounts) == 0 {
+			opts.Logger.Info("no debug admins: without --pod-namespace, --debug-admin-namespaces or --debug-admin-service-accounts, a token reads only its own namespace's proxies")
+		}
 	}
 	ds := xds.NewDiscoveryServer(xopts)
 	if fileCtl != nil {
@@ -139,7 +146,8 @@ func NewServer(opts Options) (s *Server, err error) {
 
 	mux := http.NewServeMux()
 	ds.RegisterDebug(mux)
-	s.http = &http.Server{Handler: xds.ReadOnly(mux), ReadHeaderTimeout: 10 * time.Second}
+	s.http = newHTTPServer(xds.ReadOnly(mux), opts.Security.DebugServer)
+	s.httpRegistry = registry
 
 	for _, k := range schema.Kinds() {
 		store.RegisterEventHandler(k, s.onConfigEvent)
@@ -190,7 +198,25 @@ func (s *Server) listen() (err error) {
 			return err
 		}
 	}
-	return bind("HTTP", s.opts.HTTPAddr, &s.httpListener)
+	if err := bind("HTTP", s.opts.HTTPAddr, &s.httpListener); err != nil {
+		return err
+	}
+	d := s.opts.Security.DebugServer
+	s.httpListener = security.LimitListener(s.httpListener,
+		security.ListenerLimits{Max: d.MaxConnections, PerPeer: d.MaxConnectionsPerPeer}, s.httpRegistry)
+	return nil
+}
+
+// newHTTPServer is the debug and metrics server, bounded by o (see
+// DebugServerOptions for why it has no write timeout).
+func newHTTPServer(h http.Handler, o DebugServerOptions) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    o.MaxHeaderBytes,
+	}
 }
 
 // GRPCAddr is the address plaintext ADS listens on (useful with port 0);

@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -19,13 +20,22 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // reviewer answers SubjectAccessReviews from a table of allowed
-// "user|namespace/name" and counts them; fail makes them error.
+// "user|namespace/name" (get) and "user|namespace/" (list), and counts
+// them; fail makes them error; gate, when set, holds each review until it
+// is closed.
 type reviewer struct {
 	mu      sync.Mutex
 	allowed map[string]bool
 	fail    bool
 	calls   int
 	last    authorizationv1.SubjectAccessReviewSpec
+	gate    chan struct{}
+}
+
+func (r *reviewer) setFail(fail bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = fail
 }
 
 func (r *reviewer) set(allowed string, ok bool) {
@@ -47,6 +57,12 @@ func newAuthorizer(t *testing.T, opts Options) (*Authorizer, *reviewer, *clockte
 	cs.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
 		r.mu.Lock()
+		gate := r.gate
+		r.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.calls++
 		r.last = sar.Spec
@@ -55,7 +71,7 @@ func newAuthorizer(t *testing.T, opts Options) (*Authorizer, *reviewer, *clockte
 		}
 		ra := sar.Spec.ResourceAttributes
 		out := sar.DeepCopy()
-		out.Status.Allowed = r.allowed[sar.Spec.User+"|"+ra.Namespace+"/"+ra.Name] && ra.Verb == "get" && ra.Resource == "secrets"
+		out.Status.Allowed = r.allowed[sar.Spec.User+"|"+ra.Namespace+"/"+ra.Name] && (ra.Verb == "get") == (ra.Name != "") && ra.Resource == "secrets"
 		if !out.Status.Allowed {
 			out.Status.Reason = "no RBAC policy matched"
 		}
@@ -77,11 +93,43 @@ var (
 	gwUser = "system:serviceaccount:istio-system:gateway"
 )
 
-func TestAllowedAndDenied(t *testing.T) {
-	a, r, _ := newAuthorizer(t, Options{})
+// answer runs one round of reviews, as Run does, and reports whether it
+// changed an answer.
+func answer(a *Authorizer) bool { return a.round(context.Background()) }
+
+// A question is never answered by waiting for the API server: the first
+// ask is refused at once, even while the review hangs, and Run answers it
+// in the background and calls OnChange, after which it is allowed.
+func TestAnswersNeverWait(t *testing.T) {
+	changed := make(chan struct{}, 4)
+	a, r, _ := newAuthorizer(t, Options{OnChange: func() { changed <- struct{}{} }})
 	r.set(gwUser+"|shop/shop-tls", true)
+	gate := make(chan struct{})
+	r.mu.Lock()
+	r.gate = gate
+	r.mu.Unlock()
+	ctx, cancel := contextWithCancel()
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	ok, reason := a.CanGetSecret(gw, shop)
+	if ok || !strings.Contains(reason, "not answered yet") {
+		t.Fatalf("first ask: %v %q, want refused as pending", ok, reason)
+	}
+	// The review is under way and held; asking again still answers.
+	waitUntil(t, func() bool { return len(gate) == 0 && r.count() == 0 })
+	if ok, _ := a.CanGetSecret(gw, shop); ok {
+		t.Fatal("allowed before the review answered")
+	}
+	close(gate)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnChange once the review answered")
+	}
 	if ok, reason := a.CanGetSecret(gw, shop); !ok {
-		t.Fatalf("allowed Secret refused: %s", reason)
+		t.Fatalf("after the review: refused %q", reason)
 	}
 	spec := r.last
 	if spec.User != gwUser || !strings.Contains(strings.Join(spec.Groups, ","), "system:serviceaccounts,system:serviceaccounts:istio-system") ||
@@ -89,82 +137,159 @@ func TestAllowedAndDenied(t *testing.T) {
 		spec.ResourceAttributes.Namespace != "shop" || spec.ResourceAttributes.Name != "shop-tls" {
 		t.Errorf("review asked %+v %+v", spec, spec.ResourceAttributes)
 	}
+}
+
+// get and list are separate questions: list on a namespace (istiod's
+// Authorize) says nothing of get on a Secret elsewhere, and answers are
+// per ServiceAccount.
+func TestAllowedAndDenied(t *testing.T) {
+	a, r, _ := newAuthorizer(t, Options{})
+	r.set(gwUser+"|shop/shop-tls", true)
+	r.set(gwUser+"|istio-system/", true)
 	other := model.SecretRef{Namespace: "shop", Name: "other"}
-	ok, reason := a.CanGetSecret(gw, other)
-	if ok || !strings.Contains(reason, "RBAC does not allow get") || !strings.Contains(reason, "no RBAC policy matched") {
+	tenant := model.Identity{Namespace: "tenant", ServiceAccount: "gateway"}
+	a.CanGetSecret(gw, shop)
+	a.CanGetSecret(gw, other)
+	a.CanGetSecret(tenant, shop)
+	a.CanListSecrets(gw, "istio-system")
+	a.CanListSecrets(gw, "shop")
+	if !answer(a) {
+		t.Error("first answers reported no change")
+	}
+	if ok, reason := a.CanGetSecret(gw, shop); !ok {
+		t.Errorf("allowed Secret refused: %s", reason)
+	}
+	if ok, reason := a.CanGetSecret(gw, other); ok || !strings.Contains(reason, "RBAC does not allow get") || !strings.Contains(reason, "no RBAC policy matched") {
 		t.Errorf("denied Secret: %v %q", ok, reason)
 	}
-	tenant := model.Identity{Namespace: "tenant", ServiceAccount: "gateway"}
 	if ok, _ := a.CanGetSecret(tenant, shop); ok {
 		t.Error("another ServiceAccount got the first one's answer")
+	}
+	if ok, reason := a.CanListSecrets(gw, "istio-system"); !ok {
+		t.Errorf("list on its namespace refused: %s", reason)
+	}
+	if ok, reason := a.CanListSecrets(gw, "shop"); ok || !strings.Contains(reason, "list on the Secrets of namespace shop") {
+		t.Errorf("list elsewhere: %v %q", ok, reason)
+	}
+	if n := r.count(); n != 5 {
+		t.Errorf("%d reviews for five questions, want 5", n)
 	}
 }
 
 // Answers are cached: asking again within the TTL asks the API server
-// nothing; after it, the review is made again and sees RBAC changes.
+// nothing; after it, the old answer is given while the review is made
+// again, and the new one (a grant, a revocation) is reported as a change.
 func TestCacheHitAndTTL(t *testing.T) {
 	a, r, clk := newAuthorizer(t, Options{AllowedTTL: 5 * time.Minute, DeniedTTL: time.Minute})
+	a.CanGetSecret(gw, shop)
+	answer(a)
 	for range 3 {
 		if ok, _ := a.CanGetSecret(gw, shop); ok {
 			t.Fatal("denied at first")
 		}
 	}
-	if n := r.count(); n != 1 {
-		t.Fatalf("%d reviews for three questions within the TTL, want 1", n)
+	if answer(a) || r.count() != 1 {
+		t.Fatalf("%d reviews for questions within the TTL, want 1, and no change", r.count())
 	}
 	r.set(gwUser+"|shop/shop-tls", true)
 	clk.Step(59 * time.Second)
-	if ok, _ := a.CanGetSecret(gw, shop); ok || r.count() != 1 {
-		t.Fatalf("within the denied TTL: allowed %v after %d reviews", ok, r.count())
+	if answer(a); r.count() != 1 {
+		t.Fatalf("within the denied TTL: %d reviews", r.count())
 	}
 	clk.Step(time.Second)
-	if ok, _ := a.CanGetSecret(gw, shop); !ok || r.count() != 2 {
-		t.Fatalf("after the denied TTL: allowed %v after %d reviews, want allowed after 2", ok, r.count())
+	if ok, _ := a.CanGetSecret(gw, shop); ok {
+		t.Fatal("the grant was seen before a review")
+	}
+	if !answer(a) || r.count() != 2 {
+		t.Fatalf("after the denied TTL: %d reviews, want 2 and a change", r.count())
+	}
+	if ok, _ := a.CanGetSecret(gw, shop); !ok {
+		t.Fatal("granted access still refused")
 	}
 	r.set(gwUser+"|shop/shop-tls", false)
 	clk.Step(4 * time.Minute)
-	if ok, _ := a.CanGetSecret(gw, shop); !ok {
-		t.Fatal("allowed answer dropped within its TTL")
+	if answer(a); r.count() != 2 {
+		t.Fatal("allowed answer re-checked within its TTL")
 	}
 	clk.Step(time.Minute)
-	if ok, _ := a.CanGetSecret(gw, shop); ok || r.count() != 3 {
-		t.Fatalf("revoked access still allowed after the allowed TTL (%d reviews)", r.count())
+	// Not asked again since: the config still rests on it, so Run
+	// re-checks it on its own.
+	if !answer(a) || r.count() != 3 {
+		t.Fatalf("revocation: %d reviews, want 3 and a change", r.count())
+	}
+	if ok, _ := a.CanGetSecret(gw, shop); ok {
+		t.Fatal("revoked access still allowed")
 	}
 }
 
-// A review that fails refuses the Secret, does not make every other
-// question wait on the API server, and is retried: Run asks again after
-// ErrorRetry and calls OnChange when the answer turns.
-func TestErrorFailsClosedAndIsRetried(t *testing.T) {
-	changed := make(chan struct{}, 1)
-	a, r, clk := newAuthorizer(t, Options{ErrorRetry: 10 * time.Second, OnChange: func() { changed <- struct{}{} }})
+// A first review that fails refuses (fail closed) and is retried; a
+// failing review never makes the caller wait.
+func TestFirstFailureRefusesAndIsRetried(t *testing.T) {
+	a, r, clk := newAuthorizer(t, Options{ErrorRetry: 10 * time.Second})
 	r.set(gwUser+"|shop/shop-tls", true)
-	r.fail = true
-	ok, reason := a.CanGetSecret(gw, shop)
-	if ok || !strings.Contains(reason, "SubjectAccessReview failed") {
+	r.setFail(true)
+	a.CanGetSecret(gw, shop)
+	answer(a)
+	if ok, reason := a.CanGetSecret(gw, shop); ok || !strings.Contains(reason, "SubjectAccessReview failed") {
 		t.Fatalf("failed review: %v %q, want refused", ok, reason)
 	}
-	other := model.SecretRef{Namespace: "shop", Name: "b"}
-	if ok, reason := a.CanGetSecret(gw, other); ok || r.count() != 1 || !strings.Contains(reason, "did not answer a recent SubjectAccessReview") {
-		t.Fatalf("second question during the outage: %v %q after %d reviews, want refused at once", ok, reason, r.count())
-	}
-	r.mu.Lock()
-	r.fail = false
-	r.mu.Unlock()
-
-	ctx, cancel := contextWithCancel()
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitUntil(t, clk.HasWaiters)
+	r.setFail(false)
 	clk.Step(10 * time.Second)
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnChange after the retry succeeded")
+	if !answer(a) {
+		t.Fatal("the retry that answered reported no change")
 	}
 	if ok, reason := a.CanGetSecret(gw, shop); !ok {
 		t.Errorf("after the retry: refused %q", reason)
+	}
+}
+
+// An allowed answer stands while the reviews re-checking it fail, but
+// only for MaxStale after the review that last allowed it: then it is
+// refused (fail closed) and the change is reported, so a grant revoked
+// during an outage of the reviews does not last indefinitely. A denied
+// answer stays denied; once reviews answer again the Secret is allowed
+// again.
+func TestOutageStalesAllowedAnswer(t *testing.T) {
+	a, r, clk := newAuthorizer(t, Options{AllowedTTL: time.Minute, DeniedTTL: time.Minute, ErrorRetry: 10 * time.Second, MaxStale: 3 * time.Minute})
+	r.set(gwUser+"|shop/shop-tls", true)
+	denied := model.SecretRef{Namespace: "shop", Name: "other"}
+	a.CanGetSecret(gw, shop)
+	a.CanGetSecret(gw, denied)
+	answer(a)
+	r.setFail(true)
+	for clk.Now().Before(t0.Add(3*time.Minute - 10*time.Second)) {
+		clk.Step(10 * time.Second)
+		if answer(a) {
+			t.Fatalf("at %v, within MaxStale: a change reported", clk.Since(t0))
+		}
+		if ok, reason := a.CanGetSecret(gw, shop); !ok {
+			t.Fatalf("at %v, within MaxStale: the allowed Secret was refused: %q", clk.Since(t0), reason)
+		}
+		if ok, _ := a.CanGetSecret(gw, denied); ok {
+			t.Fatal("during the outage the denied Secret was allowed")
+		}
+	}
+	calls := r.count()
+	clk.Step(10 * time.Second)
+	if !answer(a) {
+		t.Fatal("the allowed answer went stale without a change reported")
+	}
+	if r.count() == calls {
+		t.Error("no review retried during the outage")
+	}
+	if ok, reason := a.CanGetSecret(gw, shop); ok || !strings.Contains(reason, "maximum staleness") {
+		t.Fatalf("past MaxStale: %v %q, want refused", ok, reason)
+	}
+	if ok, _ := a.CanGetSecret(gw, model.SecretRef{Namespace: "shop", Name: "new"}); ok {
+		t.Error("a new question during the outage was allowed")
+	}
+	r.setFail(false)
+	clk.Step(10 * time.Second)
+	if !answer(a) {
+		t.Fatal("reviews answering again reported no change")
+	}
+	if ok, reason := a.CanGetSecret(gw, shop); !ok {
+		t.Errorf("after the outage: refused %q", reason)
 	}
 }
 
@@ -174,6 +299,7 @@ func TestBoundedSize(t *testing.T) {
 	for i := range 10 {
 		clk.Step(time.Second)
 		a.CanGetSecret(gw, model.SecretRef{Namespace: "shop", Name: string(rune('a' + i))})
+		answer(a)
 		if n := a.Len(); n > 3 {
 			t.Fatalf("%d answers cached, max 3", n)
 		}
@@ -186,73 +312,5 @@ func TestBoundedSize(t *testing.T) {
 func TestNeedsClient(t *testing.T) {
 	if _, err := New(Options{}); err == nil {
 		t.Error("New without a client succeeded")
-	}
-}
-
-// An answer that expires while the API server does not answer stands until
-// a review succeeds: an outage does not take a Secret away from the
-// gateways serving it, and nothing changes for them (no OnChange).
-func TestOutageKeepsLastAnswer(t *testing.T) {
-	changed := make(chan struct{}, 4)
-	a, r, clk := newAuthorizer(t, Options{AllowedTTL: time.Minute, DeniedTTL: time.Minute, ErrorRetry: 10 * time.Second,
-		OnChange: func() { changed <- struct{}{} }})
-	r.set(gwUser+"|shop/shop-tls", true)
-	denied := model.SecretRef{Namespace: "shop", Name: "other"}
-	if ok, _ := a.CanGetSecret(gw, shop); !ok {
-		t.Fatal("allowed Secret refused")
-	}
-	if ok, _ := a.CanGetSecret(gw, denied); ok {
-		t.Fatal("denied Secret allowed")
-	}
-	r.mu.Lock()
-	r.fail = true
-	r.mu.Unlock()
-
-	ctx, cancel := contextWithCancel()
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	// Both answers expire during the outage; Run's re-checks fail.
-	for range 9 {
-		waitUntil(t, clk.HasWaiters)
-		calls := r.count()
-		clk.Step(10 * time.Second)
-		if clk.Now().After(t0.Add(time.Minute)) {
-			waitUntil(t, func() bool { return r.count() > calls })
-		}
-	}
-	if r.count() < 4 {
-		t.Fatalf("%d reviews, want the expired answers re-checked during the outage", r.count())
-	}
-	if ok, reason := a.CanGetSecret(gw, shop); !ok {
-		t.Errorf("during the outage the allowed Secret was refused: %q", reason)
-	}
-	if ok, _ := a.CanGetSecret(gw, denied); ok {
-		t.Error("during the outage the denied Secret was allowed")
-	}
-	// A question never answered before still fails closed.
-	if ok, _ := a.CanGetSecret(gw, model.SecretRef{Namespace: "shop", Name: "new"}); ok {
-		t.Error("a new question during the outage was allowed")
-	}
-	select {
-	case <-changed:
-		t.Error("OnChange during the outage: the gateways' config would be pushed without the Secret")
-	default:
-	}
-
-	// Once reviews answer again, a revocation made meanwhile applies.
-	r.mu.Lock()
-	r.fail = false
-	r.mu.Unlock()
-	r.set(gwUser+"|shop/shop-tls", false)
-	waitUntil(t, clk.HasWaiters)
-	clk.Step(10 * time.Second)
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnChange after the revocation was seen")
-	}
-	if ok, _ := a.CanGetSecret(gw, shop); ok {
-		t.Error("revoked Secret still allowed after the outage")
 	}
 }

@@ -19,8 +19,8 @@ const (
 	// KubernetesGatewaySecretPrefix is the form the Gateway API
 	// conversion writes for a listener's certificateRef, as istiod does:
 	// "kubernetes-gateway://NAMESPACE/NAME". Such a Secret of another
-	// namespace is authorized by a ReferenceGrant (SecretScope.Grants),
-	// never by the SecretAuthorizer.
+	// namespace is authorized by a ReferenceGrant lending it to the
+	// generated Gateway's listener (SecretScope.Grants), never by RBAC.
 	KubernetesGatewaySecretPrefix = "kubernetes-gateway://"
 	builtinPrefix                 = "builtin://"
 )
@@ -43,9 +43,9 @@ type Credential struct {
 	Namespace string
 	// Name is the Secret's name.
 	Name string
-	// GatewayAPI marks the kubernetes-gateway:// form: a Secret of another
-	// namespace is sent only where the Gateway API allows it (see
-	// SecretScope.For).
+	// GatewayAPI marks the kubernetes-gateway:// form. The form itself
+	// authorizes nothing: what a Gateway generated from the Gateway API
+	// may have is known from GatewaySecretGrants (SecretScope.Refusal).
 	GatewayAPI bool
 }
 
@@ -95,25 +95,72 @@ func ParseCredentialName(s string) (Credential, error) {
 	return c, nil
 }
 
-// SecretAuthorizer decides whether a ServiceAccount may read a Secret of
-// another namespace than its own. Kubernetes mode asks the API server
-// (SubjectAccessReview, verb get) and caches the answers.
+// UpstreamNamespaceError says why a DestinationRule's credentialName that
+// names a namespace is not served, or "" when c names none. Istio config
+// names Secrets of the proxy's namespace only, and a DestinationRule's
+// clusters are shared by the gateways of every namespace: a name with a
+// namespace (NAMESPACE/NAME, kubernetes://NAMESPACE/NAME, or the Gateway
+// API's kubernetes-gateway:// form) could only be served to a gateway
+// for another object's sake (an Ingress of that namespace, a Gateway a
+// ReferenceGrant lends the Secret), and its clusters would then present
+// that Secret. So such clusters are not built.
+func (c Credential) UpstreamNamespaceError() string {
+	if c.Namespace == "" && !c.GatewayAPI {
+		return ""
+	}
+	return fmt.Sprintf("credentialName %q names a namespace; a DestinationRule's credentialName names a Secret of the gateway proxy's namespace (NAME or kubernetes://NAME)", strings.TrimPrefix(c.ResourceName, KubernetesSecretPrefix))
+}
+
+// SecretAuthorizer answers from the cluster's RBAC what a proxy's
+// ServiceAccount may read. Kubernetes mode asks the API server
+// (SubjectAccessReview) and caches the answers. Neither method waits for
+// the API server: a question not answered yet is refused (fail closed),
+// reviewed in the background, and a push is asked for when the answer
+// comes or changes.
 type SecretAuthorizer interface {
-	// CanGetSecret reports whether id may get Secret ref; when not, reason
-	// says why. A check that fails is a refusal (fail closed) that the
-	// implementation retries later, asking for a push when an answer
-	// changes. It may block for a bounded time on an answer not cached.
+	// CanListSecrets reports whether id may list the Secrets of
+	// namespace; when not, reason says why.
+	CanListSecrets(id Identity, namespace string) (ok bool, reason string)
+	// CanGetSecret reports whether id may get Secret ref.
 	CanGetSecret(id Identity, ref SecretRef) (ok bool, reason string)
 }
 
-// GatewaySecretGrants answers for the Gateway API whether the Gateways of
-// a namespace may use a Secret of another namespace: a Gateway of that
-// namespace names it in a listener's certificateRefs and a ReferenceGrant
-// in the Secret's namespace allows it. The Gateway API conversion computes
-// it; it never answers for a Secret no Gateway references.
+// GatewaySecretGrants answers for the Gateway API which Istio Gateways
+// the conversion generated, whose proxies they bind, and which Secrets of
+// other namespaces a ReferenceGrant lends them. The conversion computes
+// it from the Gateway API objects, so nothing written in an Istio
+// Gateway (an annotation, the kubernetes-gateway:// form) can claim it.
 type GatewaySecretGrants interface {
-	GatewayMayUse(gatewayNamespace string, ref SecretRef) bool
+	// GeneratedGateway reports whether gateway (an Istio Gateway's key
+	// and config source) was generated from a Gateway API listener with
+	// a certificate; serviceAccount is the ServiceAccount Wayfinder
+	// deploys that Gateway's proxies with, "" when it does not deploy
+	// them.
+	GeneratedGateway(gateway config.Key, source string) (serviceAccount string, ok bool)
+	// GatewayMayUse reports whether generated gateway's listener names
+	// Secret ref of another namespace and a ReferenceGrant there allows
+	// it.
+	GatewayMayUse(gateway config.Key, ref SecretRef) bool
 }
+
+// SecretOwner is the object whose field names a credential: the Gateway
+// of a server, or a DestinationRule. Who may name which Secret depends on
+// it (SecretScope.Refusal).
+type SecretOwner struct {
+	Key config.Key
+	// Source is the object's config source: "Ingress NS/NAME" for the
+	// Gateways converted from an Ingress, "Gateway NS/NAME" for those of
+	// a Gateway API Gateway.
+	Source string
+}
+
+// IngressSourcePrefix starts the config source of the Gateways converted
+// from an Ingress (ingress.Source). An Ingress names only Secrets of its
+// own namespace, and no object of the API server has such a source.
+const IngressSourcePrefix = "Ingress "
+
+// FromIngress reports whether o was converted from an Ingress.
+func (o SecretOwner) FromIngress() bool { return strings.HasPrefix(o.Source, IngressSourcePrefix) }
 
 // SecretScope is whom the SDS secrets of one gateway configuration are
 // for: the proxies of one verified identity. Secrets are resolved in its
@@ -122,23 +169,21 @@ type SecretScope struct {
 	// Identity is the proxies' verified identity; nil on the plaintext
 	// port, which is never sent key material.
 	Identity *Identity
-	// Authorizer answers for Secrets of other namespaces; nil refuses them.
+	// Authorizer answers from RBAC. Nil means there is no RBAC to ask
+	// (file mode, offline analysis): a verified proxy may have the
+	// Secrets of its own namespace, and no other namespace's.
 	Authorizer SecretAuthorizer
-	// Grants answer for kubernetes-gateway:// Secrets of other namespaces;
-	// nil refuses them.
+	// Grants answer for the Gateways generated from the Gateway API; nil
+	// knows none (their credentials are then checked as Istio config's).
 	Grants GatewaySecretGrants
-	// gatewayAPI is set by For on the scope of a kubernetes-gateway://
-	// credential.
-	gatewayAPI bool
+	// owner is set by For.
+	owner SecretOwner
 }
 
-// For is the scope that authorizes the Secrets of credential c: for the
-// kubernetes-gateway:// form a Secret of another namespace is authorized
-// by Grants alone (the Gateway API's ReferenceGrant), not by the
-// Authorizer; for the others by the Authorizer alone, so a ReferenceGrant
-// never widens what Istio config may name.
-func (s SecretScope) For(c Credential) SecretScope {
-	s.gatewayAPI = c.GatewayAPI
+// For is the scope that authorizes the Secrets named by owner (a
+// Gateway, for its server's credential, or a DestinationRule).
+func (s SecretScope) For(owner SecretOwner) SecretScope {
+	s.owner = owner
 	return s
 }
 
@@ -159,74 +204,151 @@ func (s SecretScope) String() string {
 	return "ns/" + s.Identity.Namespace + "/sa/" + s.Identity.ServiceAccount
 }
 
-// Refusal applies Istio's rule for sending a Secret to a proxy: only to a
-// verified identity, and only a Secret of its own namespace or one its
-// ServiceAccount may get. It returns why ref is refused, "" when it is not.
+// Refusal decides whether Secret ref, named by the scope's owner, may be
+// sent to the scope's proxies, before the Secret is read: it returns why
+// not, "" when it may. Both the proxy and the object naming the Secret
+// must be entitled to it:
+//   - only a verified identity is sent key material;
+//   - a Gateway generated from a Gateway API listener serves its proxies
+//     only (the proxies of its namespace; when Wayfinder deploys them,
+//     those running as the ServiceAccount it made): the Secret of its
+//     namespace it names, or one of another namespace a ReferenceGrant
+//     lends it. Proxies Wayfinder does not deploy must also pass the
+//     namespace review below;
+//   - Istio config (Gateways, DestinationRules) names Secrets of the
+//     proxy's namespace only, as istiod (filterAuthorizedResources: an
+//     unverified cross-namespace reference is never allowed), and the
+//     proxy's ServiceAccount must be allowed to list the Secrets there,
+//     or to get that one (the namespace review, istiod's Authorize);
+//   - an Ingress names a Secret of its own namespace, which a proxy of
+//     another namespace gets when its ServiceAccount may get that Secret
+//     (a Role in the Secret's namespace granting it).
+//
+// Nothing here depends on whether the Secret exists or what it holds, so
+// a refusal says the same whether it is absent, unusable or not theirs.
 func (s SecretScope) Refusal(ref SecretRef) string {
-	switch {
-	case s.Identity == nil:
+	if s.Identity == nil {
 		return "key material is only sent to authenticated proxies (secure port)"
-	case ref.Namespace == s.Identity.Namespace:
-		return ""
-	case s.gatewayAPI:
-		if s.Grants != nil && s.Grants.GatewayMayUse(s.Identity.Namespace, ref) {
-			return ""
-		}
-		return fmt.Sprintf("the Secret is not in the proxy's namespace %s, and no Gateway of that namespace references it with a ReferenceGrant of namespace %s allowing it", s.Identity.Namespace, ref.Namespace)
-	case s.Authorizer == nil:
-		return fmt.Sprintf("the Secret is not in the proxy's namespace %s and no authorizer can grant ServiceAccount %s/%s access to it", s.Identity.Namespace, s.Identity.Namespace, s.Identity.ServiceAccount)
 	}
-	if ok, reason := s.Authorizer.CanGetSecret(*s.Identity, ref); !ok {
-		return fmt.Sprintf("the Secret is not in the proxy's namespace %s and ServiceAccount %s/%s may not get it: %s", s.Identity.Namespace, s.Identity.Namespace, s.Identity.ServiceAccount, reason)
+	id := *s.Identity
+	if s.Grants != nil {
+		if sa, ok := s.Grants.GeneratedGateway(s.owner.Key, s.owner.Source); ok {
+			return s.gatewayAPIRefusal(ref, sa)
+		}
+	}
+	owner := s.ownerName()
+	switch {
+	case ref.Namespace == id.Namespace:
+		return s.namespaceRefusal(ref)
+	case s.owner.FromIngress() && ref.Namespace == s.owner.Key.Namespace:
+		if s.Authorizer == nil {
+			return fmt.Sprintf("it is not in the proxy's namespace %s, and without RBAC to ask nothing grants %s another namespace's Secret", id.Namespace, s)
+		}
+		if ok, reason := s.Authorizer.CanGetSecret(id, ref); !ok {
+			return fmt.Sprintf("it is not in the proxy's namespace %s, and ServiceAccount %s/%s may not get it: %s", id.Namespace, id.Namespace, id.ServiceAccount, reason)
+		}
+		return ""
+	case s.owner.FromIngress():
+		return fmt.Sprintf("%s may name Secrets of its own namespace %s only", owner, s.owner.Key.Namespace)
+	}
+	return fmt.Sprintf("%s may name Secrets of the proxy's namespace %s only (Istio config never names another namespace's Secret; a Gateway API listener may, with a ReferenceGrant)", owner, id.Namespace)
+}
+
+// gatewayAPIRefusal applies the Gateway API's rule to ref, named by the
+// scope's owner, a generated Gateway whose proxies run as serviceAccount
+// ("" when Wayfinder does not deploy them).
+func (s SecretScope) gatewayAPIRefusal(ref SecretRef, serviceAccount string) string {
+	id := *s.Identity
+	owner := s.ownerName()
+	switch {
+	case s.owner.Key.Namespace != id.Namespace:
+		return fmt.Sprintf("%s serves the proxies of its namespace %s only", owner, s.owner.Key.Namespace)
+	case serviceAccount != "" && serviceAccount != id.ServiceAccount:
+		return fmt.Sprintf("%s serves its own proxies only, which Wayfinder deploys with ServiceAccount %s/%s, not %s/%s",
+			owner, s.owner.Key.Namespace, serviceAccount, id.Namespace, id.ServiceAccount)
+	case ref.Namespace != id.Namespace && !s.Grants.GatewayMayUse(s.owner.Key, ref):
+		return fmt.Sprintf("it is not in the Gateway's namespace %s, and no ReferenceGrant of namespace %s lends it to %s", id.Namespace, ref.Namespace, owner)
+	case serviceAccount != "":
+		return ""
+	}
+	// Proxies deployed by hand: whoever runs them must have given their
+	// ServiceAccount the Secrets of the namespace, as for Istio config.
+	return s.namespaceRefusal(SecretRef{Namespace: id.Namespace, Name: refNameIn(ref, id.Namespace)})
+}
+
+// refNameIn is ref's name when it is in namespace ns, else "" (a lent
+// Secret: only the namespace-wide list right counts for it).
+func refNameIn(ref SecretRef, ns string) string {
+	if ref.Namespace == ns {
+		return ref.Name
 	}
 	return ""
+}
+
+// namespaceRefusal is the namespace review: the proxy's ServiceAccount
+// may list the Secrets of its namespace, or get ref (when ref names one).
+func (s SecretScope) namespaceRefusal(ref SecretRef) string {
+	if s.Authorizer == nil {
+		return ""
+	}
+	id := *s.Identity
+	ok, listReason := s.Authorizer.CanListSecrets(id, id.Namespace)
+	if ok {
+		return ""
+	}
+	if ref.Name != "" {
+		ok, getReason := s.Authorizer.CanGetSecret(id, ref)
+		if ok {
+			return ""
+		}
+		return fmt.Sprintf("ServiceAccount %s/%s may neither list the Secrets of namespace %s (%s) nor get this one (%s)",
+			id.Namespace, id.ServiceAccount, id.Namespace, listReason, getReason)
+	}
+	return fmt.Sprintf("ServiceAccount %s/%s may not list the Secrets of namespace %s: %s", id.Namespace, id.ServiceAccount, id.Namespace, listReason)
+}
+
+// ownerName names the scope's owner in messages.
+func (s SecretScope) ownerName() string {
+	k := s.owner.Key
+	switch {
+	case k.Name == "":
+		return "the config"
+	case s.owner.FromIngress():
+		return "the Gateway of " + strings.TrimPrefix(s.owner.Source, IngressSourcePrefix) + " (an Ingress)"
+	}
+	return k.String()
 }
 
 // ScopedGatewayGroupKey is the key of the gateway group a proxy belongs
 // to: GatewayGroupKey(gws), extended by what the group's secrets depend
 // on. Gateways without credentialName servers give every proxy the same
 // config, whoever it is. With them, plaintext proxies share one group (no
-// secrets), and verified proxies share one per namespace, or per namespace
-// and ServiceAccount when a credentialName names another namespace, whose
-// Secret the authorizer may give to one ServiceAccount and not to another.
-// So proxies of one namespace and ServiceAccount with the same Gateways
-// share one translation. upstream are the credentials the push's
-// DestinationRules name (UpstreamCredentials): their client certificates
-// and CAs are resolved for the group's proxies the same way, so they
-// count as the Gateways' do.
+// secrets), and verified proxies share one per namespace and
+// ServiceAccount: what they may have depends on both (the namespace
+// review, a deployed Gateway's ServiceAccount). upstream are the
+// credentials the push's DestinationRules name (UpstreamCredentials):
+// their client certificates and CAs are resolved for the group's proxies
+// the same way, so they count as the Gateways' do.
 func ScopedGatewayGroupKey(gws []config.Config, scope SecretScope, upstream []Credential) string {
 	key := GatewayGroupKey(gws)
-	uses, crossNS := false, false
-	note := func(c Credential, byGrant bool) {
-		uses = true
-		if c.Namespace != "" && c.Namespace != scope.Namespace() && !byGrant {
-			crossNS = true
-		}
-	}
+	uses := false
 	for _, gw := range gws {
-		for _, c := range gatewayCredentials(gw) {
-			// A ReferenceGrant authorizes a namespace's Gateways,
-			// whatever their ServiceAccount: the namespace in the key is
-			// enough (SecretScope.For).
-			note(c, c.GatewayAPI)
+		if len(gatewayCredentials(gw)) > 0 {
+			uses = true
+			break
 		}
 	}
-	if len(gws) > 0 {
+	if len(gws) > 0 && len(upstream) > 0 {
 		// Proxies no Gateway selects are served no upstream secrets.
-		// Upstream credentials are always authorized by the Authorizer.
-		for _, c := range upstream {
-			note(c, false)
-		}
+		uses = true
 	}
 	switch {
 	case !uses:
 		return key
 	case scope.Identity == nil:
 		return key + "/plaintext"
-	case crossNS:
-		return key + "/ns/" + scope.Identity.Namespace + "/sa/" + scope.Identity.ServiceAccount
 	}
-	return key + "/ns/" + scope.Identity.Namespace
+	return key + "/ns/" + scope.Identity.Namespace + "/sa/" + scope.Identity.ServiceAccount
 }
 
 // SecretRefusal is an SDS secret a gateway configuration references that
@@ -267,8 +389,8 @@ func gatewayCredentials(gw config.Config) []Credential {
 // UpstreamCredentials are the credentials the DestinationRules of push
 // name for SIMPLE or MUTUAL TLS to an upstream (traffic policies, their
 // port-level settings and subsets'), deduplicated and sorted by resource
-// name. Names that do not parse are left out (the cluster builder reports
-// them). The xDS server computes them once per push for the group keys.
+// name. Names that do not parse, or name a namespace, are left out (the
+// cluster builder reports them). The xDS server computes them once per push for the group keys.
 func UpstreamCredentials(push *PushContext) []Credential {
 	seen := map[string]Credential{}
 	visit := func(t *networking.ClientTLSSettings) {
@@ -276,7 +398,7 @@ func UpstreamCredentials(push *PushContext) []Credential {
 		if t.GetCredentialName() == "" || (m != networking.ClientTLSSettings_SIMPLE && m != networking.ClientTLSSettings_MUTUAL) {
 			return
 		}
-		if c, err := ParseCredentialName(t.GetCredentialName()); err == nil {
+		if c, err := ParseCredentialName(t.GetCredentialName()); err == nil && c.UpstreamNamespaceError() == "" {
 			seen[c.ResourceName] = c
 		}
 	}

@@ -13,7 +13,8 @@ const NamespaceOnlyAnnotation = "internal.wayfinder.io/namespace-only"
 
 // servesProxyNamespace reports whether gw may be served to p as far as
 // namespaces go. The proxy's namespace is the one it connected as, which
-// the secure port checks against its verified identity.
+// the secure port checks against its verified identity. A Gateway API
+// proxy takes Gateways of its own namespace only (servesGatewayAPIProxy).
 func servesProxyNamespace(gw config.Config, p *Proxy) bool {
-	return gw.Annotations[NamespaceOnlyAnnotation] != "true" || gw.Namespace == p.Namespace
+	return (gw.Annotations[NamespaceOnlyAnnotation] != "true" || gw.Namespace == p.Namespace) && servesGatewayAPIProxy(gw, p)
 }

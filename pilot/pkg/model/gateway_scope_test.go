@@ -16,17 +16,19 @@ metadata:
   namespace: team-a
   annotations: {internal.wayfinder.io/namespace-only: "true"}
 spec:
-  selector: {gateway.networking.k8s.io/gateway-name: edge}
+  selector: {app: edge}
   servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
 ---
 apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: shared, namespace: istio-system}
 spec:
-  selector: {gateway.networking.k8s.io/gateway-name: edge}
+  selector: {app: edge}
   servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: ["*"]}]
 `))
-	labels := map[string]string{"gateway.networking.k8s.io/gateway-name": "edge"}
+	// Not the Gateway API proxy label: those proxies take their own
+	// namespace's Gateways only (TestGatewayAPIProxyTakesOwnNamespace).
+	labels := map[string]string{"app": "edge"}
 	for _, tc := range []struct {
 		ns   string
 		want []string

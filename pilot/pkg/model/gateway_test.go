@@ -176,8 +176,10 @@ func TestCAForCredential(t *testing.T) {
 	if _, _, _, _, ok := CAForCredential(SecretStoreFunc(func(string, string) ([]byte, []byte, bool) { return nil, nil, true }), SecretRef{Name: "own"}, allow); ok {
 		t.Error("a store without SecretData serves no CA")
 	}
-	// The Secret the CA is read from is checked with the scope's rule:
-	// refusing NAME-cacert refuses the CA even though NAME is allowed.
+	// Every Secret the CA may be read from is checked with the scope's
+	// rule before it is read: a refused NAME-cacert is passed over as if
+	// absent (no CA, nothing read from it), and a refused NAME refuses
+	// the CA without reading anything.
 	var asked []string
 	onlyCredential := func(r SecretRef) string {
 		asked = append(asked, r.String())
@@ -186,9 +188,13 @@ func TestCAForCredential(t *testing.T) {
 		}
 		return ""
 	}
-	ca, _, from, refused, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: "split"}, onlyCredential)
-	if ok || ca != nil || refused != "not this one" || from.String() != "ns/split-cacert" || !slices.Equal(asked, []string{"ns/split-cacert"}) {
-		t.Errorf("refused CA Secret: ca %q from %v refused %q ok %v, asked %v", ca, from, refused, ok, asked)
+	ca, _, _, refused, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: "split"}, onlyCredential)
+	if ok || ca != nil || refused != "" || !slices.Equal(asked, []string{"ns/split", "ns/split-cacert"}) {
+		t.Errorf("refused CA Secret: ca %q refused %q ok %v, asked %v", ca, refused, ok, asked)
+	}
+	refuseAll := func(SecretRef) string { return "not yours" }
+	if ca, _, from, refused, ok := CAForCredential(store, SecretRef{Namespace: "ns", Name: "own"}, refuseAll); ok || ca != nil || refused != "not yours" || from.String() != "ns/own" {
+		t.Errorf("refused credential: ca %q from %v refused %q ok %v", ca, from, refused, ok)
 	}
 }
 

@@ -26,7 +26,20 @@ type PushContext struct {
 
 	vsByGateway   map[string][]config.Config
 	serviceByHost map[string]*Service
-	drByHost      map[string]*config.Config
+
+	// scoping, drs and the audiences decide what each proxy namespace
+	// sees (push_view.go): drs is istiod's DestinationRule index; an
+	// audience holds the namespaces that see services (svcAudience) or
+	// VirtualServices (vsAudience) otherwise than the default view;
+	// vsScoped is set when some VirtualService is not public.
+	scoping                 Scoping
+	drs                     *drIndex
+	svcAudience, vsAudience map[string]bool
+	vsScoped                bool
+	// view and base are set in a push context made by ForProxy: the proxy
+	// it answers for, and the push context it is a view of.
+	view *view
+	base *PushContext
 
 	// Errors are cross-object problems found while indexing (two
 	// ServiceEntries claiming one host, say). Translators report their own.
@@ -57,26 +70,26 @@ type ServiceDiscovery interface {
 	Services() []*Service
 }
 
-// NewPushContext indexes everything in store and in the registries.
+// NewPushContext indexes everything in store and in the registries, with
+// istiod's default scoping (root namespace istio-system, everything
+// exported everywhere).
 func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushContext {
+	return NewScopedPushContext(Scoping{}, store, registries...)
+}
+
+// NewScopedPushContext is NewPushContext with the given scoping.
+func NewScopedPushContext(sc Scoping, store ConfigStore, registries ...ServiceDiscovery) *PushContext {
 	ps := &PushContext{
 		gateways:         store.List(schema.Gateway, ""),
 		virtualServices:  sortByCreation(store.List(schema.VirtualService, "")),
 		destinationRules: sortByCreation(store.List(schema.DestinationRule, "")),
-		drByHost:         map[string]*config.Config{},
+		scoping:          sc.withDefaults(),
 		servicesEpoch:    epochs.Add(1),
 	}
 	ps.indexServices(store, registries)
-	for i := range ps.destinationRules {
-		dr := &ps.destinationRules[i]
-		host := dr.Spec.(*networking.DestinationRule).GetHost()
-		if prev, ok := ps.drByHost[host]; ok {
-			ps.Errors = append(ps.Errors, &config.Error{Source: dr.Source, Key: dr.Key(), Field: "spec.host",
-				Message: "host " + host + " already has " + prev.Key().String() + "; this rule is ignored", Warning: true})
-			continue
-		}
-		ps.drByHost[host] = dr
-	}
+	ps.drs = indexDestinationRules(ps.destinationRules, ps.scoping)
+	ps.Errors = append(ps.Errors, ps.drs.errors...)
+	ps.Errors = append(ps.Errors, foreignRuleWarnings(ps.destinationRules, ps.services, ps.serviceByHost, ps.scoping.RootNamespace)...)
 	ps.indexRouting()
 	return ps
 }
@@ -84,8 +97,9 @@ func NewPushContext(store ConfigStore, registries ...ServiceDiscovery) *PushCont
 // indexRouting indexes the VirtualServices by gateway and reports the
 // routing problems, setting the trailing Errors.
 func (ps *PushContext) indexRouting() {
-	ps.indexVirtualServices()
 	before := len(ps.Errors)
+	ps.indexVirtualServices()
+	ps.indexVirtualServiceAudience()
 	ps.reportMissingGateways()
 	ps.routingErrors = len(ps.Errors) - before
 }
@@ -115,12 +129,16 @@ func (ps *PushContext) indexVirtualServices() {
 	}
 	binds := make([]binding, 0, len(ps.virtualServices))
 	counts := map[string]int{}
+	refused := ps.refusedBindings() // Gateway API isolation, gateway_isolation.go
 	for i, vs := range ps.virtualServices {
 		for _, gw := range vs.Spec.(*networking.VirtualService).GetGateways() {
 			if gw == "mesh" {
 				continue
 			}
 			key := ResolveGatewayName(gw, vs.Namespace)
+			if refused[vsBinding{vs: vs.Key(), gateway: key}] {
+				continue
+			}
 			binds = append(binds, binding{gateway: key, vs: i})
 			counts[key]++
 		}
@@ -220,6 +238,7 @@ func (ps *PushContext) indexServices(store ConfigStore, registries []ServiceDisc
 		}
 	}
 	slices.SortFunc(ps.services, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
+	ps.svcAudience = serviceAudience(ps.services, ps.scoping)
 	ps.serviceErrors = len(ps.Errors)
 }
 
@@ -279,38 +298,65 @@ func GatewayGroupKey(gws []config.Config) string {
 func (ps *PushContext) VirtualServices() []config.Config { return ps.virtualServices }
 
 // VirtualServicesForGateway returns the VirtualServices whose gateways field
-// names the Gateway "namespace/name", oldest first.
+// names the Gateway "namespace/name" and whose exportTo reaches the view's
+// proxy namespace (istiod's VirtualServicesForGateway), oldest first.
 func (ps *PushContext) VirtualServicesForGateway(gatewayKey string) []config.Config {
+	return ps.visibleVirtualServices(ps.vsByGateway[gatewayKey])
+}
+
+// VirtualServicesBoundTo returns every VirtualService whose gateways field
+// names the Gateway "namespace/name", whoever they are exported to, oldest
+// first: for reports about the objects, not for translation.
+func (ps *PushContext) VirtualServicesBoundTo(gatewayKey string) []config.Config {
 	return ps.vsByGateway[gatewayKey]
 }
 
 // DestinationRules returns every DestinationRule, oldest first.
 func (ps *PushContext) DestinationRules() []config.Config { return ps.destinationRules }
 
-// Services returns every service, sorted by hostname.
-func (ps *PushContext) Services() []*Service { return ps.services }
+// Services returns every service exported to the view's proxy namespace,
+// sorted by hostname.
+func (ps *PushContext) Services() []*Service {
+	if len(ps.svcAudience) == 0 {
+		return ps.services // every service is public
+	}
+	out := make([]*Service, 0, len(ps.services))
+	for _, svc := range ps.services {
+		if ps.serviceVisible(svc) {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
 
-// ServiceForHost returns the service with exactly this hostname, or nil.
-func (ps *PushContext) ServiceForHost(host string) *Service { return ps.serviceByHost[host] }
+// ServiceForHost returns the service with exactly this hostname if it is
+// exported to the view's proxy namespace, or nil.
+func (ps *PushContext) ServiceForHost(host string) *Service {
+	svc := ps.serviceByHost[host]
+	if svc == nil || (len(ps.svcAudience) > 0 && !ps.serviceVisible(svc)) {
+		return nil
+	}
+	return svc
+}
 
-// DestinationRuleForHost returns the rule for host: an exact match first,
-// then the most specific wildcard ("*.example.com" before "*"), or nil.
+// DestinationRuleForHost returns the DestinationRule (merged, when several
+// of one namespace name the host) that governs the service host for the
+// view's proxy, or nil: the rules of the proxy's namespace first, then
+// those of the service's namespace exported to it, then those of the root
+// namespace exported to it, each the most specific host match (exact,
+// then the longest wildcard). A host without a visible service has none,
+// as in istiod.
 func (ps *PushContext) DestinationRuleForHost(host string) *config.Config {
-	if dr, ok := ps.drByHost[host]; ok {
-		return dr
+	svc := ps.ServiceForHost(host)
+	if svc == nil || ps.drs == nil {
+		return nil
 	}
-	var best *config.Config
-	bestLen := -1
-	for pattern, dr := range ps.drByHost {
-		if !strings.HasPrefix(pattern, "*") {
-			continue
-		}
-		suffix := pattern[1:]
-		if strings.HasSuffix(host, suffix) && len(suffix) > bestLen {
-			best, bestLen = dr, len(suffix)
-		}
+	ns := ps.viewNamespace()
+	var labels map[string]string
+	if ps.view != nil {
+		labels = ps.view.labels
 	}
-	return best
+	return pick(ps.drs.lookup(ns, svc.Namespace, host, ps.scoping.RootNamespace), ns, labels)
 }
 
 // Subset returns the named subset of host's DestinationRule, or nil.

@@ -181,11 +181,12 @@ func TestPushContextIndexes(t *testing.T) {
 	if dr := ps.DestinationRuleForHost("b.default.svc.cluster.local"); dr == nil || dr.Name != "b" {
 		t.Errorf("exact DR: %v", dr)
 	}
-	if dr := ps.DestinationRuleForHost("z.default.svc.cluster.local"); dr == nil || dr.Name != "wild" {
+	if dr := ps.DestinationRuleForHost("a.default.svc.cluster.local"); dr == nil || dr.Name != "wild" {
 		t.Errorf("most specific wildcard DR: %v", dr)
 	}
-	if dr := ps.DestinationRuleForHost("example.org"); dr == nil || dr.Name != "all" {
-		t.Errorf("* DR: %v", dr)
+	// As in istiod, a host without a service has no DestinationRule.
+	if dr := ps.DestinationRuleForHost("example.org"); dr != nil {
+		t.Errorf("DR for a host without a service: %v", dr)
 	}
 	if s := ps.Subset("b.default.svc.cluster.local", "v1"); s == nil || s.GetLabels()["version"] != "v1" {
 		t.Errorf("subset v1: %v", s)
@@ -345,6 +346,7 @@ kind: DestinationRule
 metadata: {name: b2, namespace: default, creationTimestamp: "2026-03-01T00:00:00Z"}
 spec:
   host: b.default.svc.cluster.local
+  subsets: [{name: v1, labels: {version: x}}]
 `
 	store := parseStore(t, pushInput+dupDR+lostVS)
 	kube := fixedRegistry{&Service{Hostname: "k.default.svc.cluster.local", Namespace: "default", Source: config.Key{Name: "k", Namespace: "default"}}}

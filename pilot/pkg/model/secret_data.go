@@ -29,20 +29,25 @@ func CABundle(data map[string][]byte) (ca, crl []byte, ok bool) {
 // CAForCredential finds the CA that goes with credential ref, where Istio
 // looks: the ca.crt (or cacert) key of the credential's own Secret, else
 // the Secret named after it with "-cacert", in the same namespace. from
-// names the Secret it came from, for messages. The Secret the CA would be
-// read from is first checked with refusal (SecretScope.Refusal); when it
-// is refused, refused says why and nothing is returned.
+// names the Secret it came from, for messages. Each Secret is checked
+// with refusal (SecretScope.Refusal) before it is read: when the
+// credential's own Secret is refused, refused says why and nothing is
+// read; a NAME-cacert Secret that is refused is passed over as if absent,
+// so neither answer depends on what the Secrets hold.
 func CAForCredential(store SecretStore, ref SecretRef, refusal func(SecretRef) string) (ca, crl []byte, from SecretRef, refused string, ok bool) {
+	if why := refusal(ref); why != "" {
+		return nil, nil, ref, why, false
+	}
 	ds, isData := store.(SecretDataStore)
 	if !isData {
 		return nil, nil, SecretRef{}, "", false
 	}
 	for _, r := range []SecretRef{ref, {Namespace: ref.Namespace, Name: ref.Name + CASuffix}} {
+		if r != ref && refusal(r) != "" {
+			continue
+		}
 		if data, found := ds.SecretData(r.Namespace, r.Name); found {
 			if ca, crl, ok := CABundle(data); ok {
-				if why := refusal(r); why != "" {
-					return nil, nil, r, why, false
-				}
 				return ca, crl, r, "", true
 			}
 		}

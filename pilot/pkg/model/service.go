@@ -67,6 +67,10 @@ type Service struct {
 	// Source is the object the service came from.
 	Source            config.Key
 	CreationTimestamp time.Time
+	// ExportTo are the namespaces that see the service: a ServiceEntry's
+	// exportTo, a Kubernetes Service's networking.istio.io/exportTo
+	// annotation. Empty means the default (every namespace).
+	ExportTo []string
 }
 
 // Port returns the service port with the given number.
@@ -134,7 +138,7 @@ func servicesFromServiceEntry(c config.Config) []*Service {
 		out = append(out, &Service{
 			Hostname: h, Namespace: c.Namespace, Ports: ports, Resolution: res,
 			MeshExternal: se.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
-			Endpoints:    eps, Source: c.Key(), CreationTimestamp: c.CreationTimestamp,
+			Endpoints:    eps, Source: c.Key(), CreationTimestamp: c.CreationTimestamp, ExportTo: se.GetExportTo(),
 		})
 	}
 	return out

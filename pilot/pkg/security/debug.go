@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
@@ -14,8 +15,8 @@ import (
 // served on loopback without authentication) sees everything.
 type Viewer struct {
 	Identity *model.Identity
-	// Admin viewers (ServiceAccounts of an admin namespace) see every
-	// proxy and every endpoint.
+	// Admin viewers (ServiceAccounts of an admin namespace, or named
+	// admins) see every proxy and every endpoint.
 	Admin bool
 }
 
@@ -49,12 +50,19 @@ type DebugAuth struct {
 	// AdminNamespaces are the namespaces whose ServiceAccounts see
 	// everything.
 	AdminNamespaces []string
+	// AdminServiceAccounts are further ServiceAccounts ("NAMESPACE/NAME")
+	// that see everything.
+	AdminServiceAccounts []string
+	// Admission bounds the TokenReviews new tokens may start; nil: none.
+	Admission *Admission
 }
 
-// DebugAuthError is a refused debug request: Code is 401 or 503.
+// DebugAuthError is a refused debug request: Code is 401, 429 or 503;
+// RetryAfter, when set, is sent as Retry-After.
 type DebugAuthError struct {
-	Code int
-	Msg  string
+	Code       int
+	Msg        string
+	RetryAfter time.Duration
 }
 
 func (e *DebugAuthError) Error() string { return e.Msg }
@@ -66,12 +74,22 @@ func (d *DebugAuth) Viewer(r *http.Request) (*Viewer, error) {
 		return nil, &DebugAuthError{Code: http.StatusUnauthorized,
 			Msg: "debug endpoints need \"Authorization: Bearer TOKEN\" with a ServiceAccount token (kubectl create token SERVICEACCOUNT -n NAMESPACE)"}
 	}
-	id, err := d.Tokens.Authenticate(r.Context(), token, nil)
+	id, err := d.Tokens.Authenticate(r.Context(), token, nil, d.Admission.Gate(r.RemoteAddr))
 	if err != nil {
+		var over *OverloadError
+		if errors.As(err, &over) {
+			code := http.StatusServiceUnavailable
+			if over.Limit == LimitPeerRate {
+				code = http.StatusTooManyRequests
+			}
+			return nil, &DebugAuthError{Code: code, Msg: over.Error(), RetryAfter: over.RetryAfter}
+		}
 		if errors.Is(err, ErrTokenRefused) {
 			return nil, &DebugAuthError{Code: http.StatusUnauthorized, Msg: err.Error()}
 		}
 		return nil, &DebugAuthError{Code: http.StatusServiceUnavailable, Msg: fmt.Sprintf("cannot check the token: %v", err)}
 	}
-	return &Viewer{Identity: id, Admin: slices.Contains(d.AdminNamespaces, id.Namespace)}, nil
+	admin := slices.Contains(d.AdminNamespaces, id.Namespace) ||
+		slices.Contains(d.AdminServiceAccounts, id.Namespace+"/"+id.ServiceAccount)
+	return &Viewer{Identity: id, Admin: admin}, nil
 }

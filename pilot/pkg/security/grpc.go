@@ -29,6 +29,8 @@ type StreamAuthenticator struct {
 	Audiences []string
 	// Failures counts and logs refusals.
 	Failures *Failures
+	// Admission bounds the TokenReviews new tokens may start; nil: none.
+	Admission *Admission
 }
 
 // StreamInterceptor authenticates every stream and puts the identity into
@@ -92,8 +94,18 @@ func (a *StreamAuthenticator) authenticate(ctx context.Context) (*model.Identity
 		a.Failures.Record(peerAddr, ReasonNoCredential, "no credential")
 		return nil, status.Error(codes.Unauthenticated, "no credential: send a ServiceAccount token as \"authorization: Bearer TOKEN\" metadata or a client certificate")
 	}
-	id, err := a.Tokens.Authenticate(ctx, token, a.Audiences)
+	id, err := a.Tokens.Authenticate(ctx, token, a.Audiences, a.Admission.Gate(peerAddr))
 	if err != nil {
+		var over *OverloadError
+		if errors.As(err, &over) {
+			// Counted and logged by the admission. Unavailable and
+			// ResourceExhausted both make Envoy retry after a backoff.
+			code := codes.Unavailable
+			if over.Limit == LimitPeerRate {
+				code = codes.ResourceExhausted
+			}
+			return nil, status.Error(code, over.Error())
+		}
 		if errors.Is(err, ErrTokenRefused) {
 			a.Failures.Record(peerAddr, ReasonInvalidToken, "token refused", "err", err)
 			return nil, status.Errorf(codes.Unauthenticated, "authentication failed: %v", err)

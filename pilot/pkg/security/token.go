@@ -22,9 +22,21 @@ import (
 const (
 	DefaultTokenCacheSize   = 10000
 	DefaultNegativeCacheTTL = 10 * time.Second
+	// DefaultPositiveCacheTTL is how long an accepted token is trusted
+	// without asking again (never past its exp). Automounted tokens are
+	// valid for a year: a deleted ServiceAccount or a revoked token should
+	// stop working within minutes, not then.
+	DefaultPositiveCacheTTL = 5 * time.Minute
 	// DefaultUnknownExpiryTTL is how long a valid token whose expiry cannot
-	// be read (not a JWT with exp) is trusted without asking again.
+	// be read (no exp claim) is trusted without asking again.
 	DefaultUnknownExpiryTTL = time.Minute
+	// DefaultMaxTokenBytes bounds a bearer token: a projected
+	// ServiceAccount token is 1-2 KiB, one with long audiences and names
+	// under 4 KiB.
+	DefaultMaxTokenBytes = 8 << 10
+	// DefaultReviewTimeout bounds one TokenReview, the wait for the
+	// client's rate limiter included.
+	DefaultReviewTimeout = 5 * time.Second
 )
 
 // TokenOptions configure a TokenAuthenticator.
@@ -36,19 +48,33 @@ type TokenOptions struct {
 	// NegativeTTL is how long a refused token stays refused without asking
 	// the API server again; zero means DefaultNegativeCacheTTL.
 	NegativeTTL time.Duration
+	// PositiveTTL is how long an accepted token is trusted without asking
+	// again, never past its exp; zero means DefaultPositiveCacheTTL.
+	PositiveTTL time.Duration
+	// MaxTokenBytes refuses longer tokens without a review; zero means
+	// DefaultMaxTokenBytes.
+	MaxTokenBytes int
+	// ReviewTimeout bounds each TokenReview; zero means
+	// DefaultReviewTimeout.
+	ReviewTimeout time.Duration
 	// Clock decides expiry; nil means the real clock.
 	Clock clock.PassiveClock
 }
 
 // TokenAuthenticator verifies ServiceAccount tokens with TokenReview. A
-// verified token is cached until it expires (its JWT exp claim, read only
-// after the API server vouched for the token); a refused one for
-// NegativeTTL. Only a hash of the token is kept.
+// verified token is cached for PositiveTTL, never past its expiry (its JWT
+// exp claim, read only after the API server vouched for the token); a
+// refused one for NegativeTTL. Only a hash of the token is kept. What
+// cannot be a ServiceAccount token (longer than MaxTokenBytes, not a JWT)
+// is refused without asking.
 type TokenAuthenticator struct {
-	client      kclient.Kube
-	clock       clock.PassiveClock
-	negativeTTL time.Duration
-	cache       *ttlCache[tokenResult]
+	client        kclient.Kube
+	clock         clock.PassiveClock
+	negativeTTL   time.Duration
+	positiveTTL   time.Duration
+	maxTokenBytes int
+	reviewTimeout time.Duration
+	cache         *ttlCache[tokenResult]
 }
 
 type tokenResult struct {
@@ -68,22 +94,49 @@ func NewTokenAuthenticator(o TokenOptions) *TokenAuthenticator {
 	if o.NegativeTTL <= 0 {
 		o.NegativeTTL = DefaultNegativeCacheTTL
 	}
+	if o.PositiveTTL <= 0 {
+		o.PositiveTTL = DefaultPositiveCacheTTL
+	}
+	if o.MaxTokenBytes <= 0 {
+		o.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if o.ReviewTimeout <= 0 {
+		o.ReviewTimeout = DefaultReviewTimeout
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &TokenAuthenticator{client: o.Client, clock: o.Clock, negativeTTL: o.NegativeTTL, cache: newTTLCache[tokenResult](o.CacheSize)}
+	return &TokenAuthenticator{client: o.Client, clock: o.Clock, negativeTTL: o.NegativeTTL, positiveTTL: o.PositiveTTL,
+		maxTokenBytes: o.MaxTokenBytes, reviewTimeout: o.ReviewTimeout, cache: newTTLCache[tokenResult](o.CacheSize)}
 }
 
 // Authenticate returns the ServiceAccount token belongs to, if the API
 // server accepts it for one of audiences (none: the API server's own
 // audiences). The error wraps ErrTokenRefused when the token itself is
-// the problem.
-func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string, audiences []string) (*model.Identity, error) {
+// the problem. A token answered before is answered from the cache; for
+// any other, gate (when not nil) decides first whether a review may start
+// at all, and its *OverloadError is returned as is.
+func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string, audiences []string, gate Gate) (*model.Identity, error) {
+	if len(token) > a.maxTokenBytes {
+		return nil, fmt.Errorf("%w: token of %d bytes, longer than the %d a ServiceAccount token may be here", ErrTokenRefused, len(token), a.maxTokenBytes)
+	}
+	if !jwtShaped(token) {
+		return nil, fmt.Errorf("%w: not a JWT, which every ServiceAccount token is", ErrTokenRefused)
+	}
 	key := cacheKey(token, audiences)
 	now := a.clock.Now()
 	if r, ok := a.cache.get(key, now); ok {
 		return r.id, r.err
 	}
+	if gate != nil {
+		release, err := gate()
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.reviewTimeout)
+	defer cancel()
 	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
 		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences},
 	}, metav1.CreateOptions{})
@@ -97,9 +150,11 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string, aud
 		a.cache.put(key, tokenResult{err: err}, now.Add(a.negativeTTL), now)
 		return nil, err
 	}
-	expires, ok := jwtExpiry(token)
-	if !ok {
-		expires = now.Add(DefaultUnknownExpiryTTL)
+	expires := now.Add(a.positiveTTL)
+	if exp, ok := jwtExpiry(token); ok {
+		expires = minTime(expires, exp)
+	} else {
+		expires = minTime(expires, now.Add(DefaultUnknownExpiryTTL))
 	}
 	a.cache.put(key, tokenResult{id: id}, expires, now)
 	return id, nil
@@ -129,6 +184,47 @@ func cacheKey(token string, audiences []string) string {
 		h.Write([]byte(a))
 	}
 	return string(h.Sum(nil))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// jwtShaped reports whether token is made like a JWT (JWS compact form):
+// three base64url parts, the first a JSON object naming its "alg". Every
+// ServiceAccount token is one, so anything else is refused without a
+// TokenReview; a forged JWT still costs one, which admission bounds.
+func jwtShaped(token string) bool {
+	h, rest, ok := strings.Cut(token, ".")
+	if !ok {
+		return false
+	}
+	p, sig, ok := strings.Cut(rest, ".")
+	if !ok || p == "" || sig == "" || strings.Contains(sig, ".") || !base64URL(p) || !base64URL(sig) {
+		return false
+	}
+	header, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		return false
+	}
+	var v struct {
+		Alg string `json:"alg"`
+	}
+	return json.Unmarshal(header, &v) == nil && v.Alg != ""
+}
+
+// base64URL reports whether s uses only the unpadded base64url alphabet.
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // jwtExpiry reads the exp claim of a JWT without verifying it; it is used

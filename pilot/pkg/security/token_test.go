@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,16 +70,17 @@ func jwt(exp time.Time, salt string) string {
 
 func TestTokenAuthenticatorIdentityAndCache(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
-	good := jwt(clk.Now().Add(time.Hour), "good")
+	good := jwt(clk.Now().Add(3*time.Minute), "good")
+	person := jwt(clk.Now().Add(time.Hour), "person")
 	r := &reviewer{
-		users:     map[string]string{good: "system:serviceaccount:tenant:gateway", "person": "alice"},
-		audiences: map[string][]string{good: {"wayfinder"}, "person": {"wayfinder"}},
+		users:     map[string]string{good: "system:serviceaccount:tenant:gateway", person: "alice"},
+		audiences: map[string][]string{good: {"wayfinder"}, person: {"wayfinder"}},
 	}
 	a := NewTokenAuthenticator(TokenOptions{Client: r.client(), Clock: clk})
 	ctx := context.Background()
 	aud := []string{"wayfinder", "istio-ca"}
 
-	id, err := a.Authenticate(ctx, good, aud)
+	id, err := a.Authenticate(ctx, good, aud, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,29 +88,30 @@ func TestTokenAuthenticatorIdentityAndCache(t *testing.T) {
 		t.Fatalf("identity = %+v, want tenant/gateway by token", id)
 	}
 	for range 5 {
-		if _, err := a.Authenticate(ctx, good, aud); err != nil {
+		if _, err := a.Authenticate(ctx, good, aud, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := r.calls.Load(); n != 1 {
 		t.Errorf("TokenReviews = %d for six checks of one token, want 1 (cached)", n)
 	}
-	// Cached until the token's exp, and not a moment longer.
-	clk.SetTime(clk.Now().Add(59 * time.Minute))
-	if _, err := a.Authenticate(ctx, good, aud); err != nil || r.calls.Load() != 1 {
+	// Cached until the token's exp (here before the cache TTL), and not a
+	// moment longer.
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
+	if _, err := a.Authenticate(ctx, good, aud, nil); err != nil || r.calls.Load() != 1 {
 		t.Errorf("before exp: err %v, reviews %d, want cached", err, r.calls.Load())
 	}
 	clk.SetTime(clk.Now().Add(2 * time.Minute))
-	if _, err := a.Authenticate(ctx, good, aud); err != nil || r.calls.Load() != 2 {
+	if _, err := a.Authenticate(ctx, good, aud, nil); err != nil || r.calls.Load() != 2 {
 		t.Errorf("after exp: err %v, reviews %d, want a new review", err, r.calls.Load())
 	}
 
 	// A different audience set is a different question.
-	if _, err := a.Authenticate(ctx, good, []string{"other"}); !errors.Is(err, ErrTokenRefused) {
+	if _, err := a.Authenticate(ctx, good, []string{"other"}, nil); !errors.Is(err, ErrTokenRefused) {
 		t.Errorf("token for audience wayfinder accepted for audience other: %v", err)
 	}
 	// Not a ServiceAccount.
-	if _, err := a.Authenticate(ctx, "person", aud); !errors.Is(err, ErrTokenRefused) {
+	if _, err := a.Authenticate(ctx, person, aud, nil); !errors.Is(err, ErrTokenRefused) {
 		t.Errorf("a person's token accepted: %v", err)
 	}
 }
@@ -118,8 +121,9 @@ func TestTokenAuthenticatorNegativeCacheAndOutage(t *testing.T) {
 	r := &reviewer{users: map[string]string{}}
 	a := NewTokenAuthenticator(TokenOptions{Client: r.client(), Clock: clk, NegativeTTL: 10 * time.Second})
 	ctx := context.Background()
+	bad, other := jwt(clk.Now().Add(time.Hour), "bad"), jwt(clk.Now().Add(time.Hour), "other")
 	for range 3 {
-		if _, err := a.Authenticate(ctx, "bad", nil); !errors.Is(err, ErrTokenRefused) {
+		if _, err := a.Authenticate(ctx, bad, nil, nil); !errors.Is(err, ErrTokenRefused) {
 			t.Fatalf("bad token: %v", err)
 		}
 	}
@@ -127,7 +131,7 @@ func TestTokenAuthenticatorNegativeCacheAndOutage(t *testing.T) {
 		t.Errorf("reviews = %d, want 1: a refusal is cached briefly", n)
 	}
 	clk.SetTime(clk.Now().Add(11 * time.Second))
-	_, _ = a.Authenticate(ctx, "bad", nil)
+	_, _ = a.Authenticate(ctx, bad, nil, nil)
 	if n := r.calls.Load(); n != 2 {
 		t.Errorf("reviews = %d after the negative TTL, want 2", n)
 	}
@@ -136,7 +140,7 @@ func TestTokenAuthenticatorNegativeCacheAndOutage(t *testing.T) {
 	// ErrTokenRefused.
 	r.down.Store(true)
 	for range 2 {
-		if _, err := a.Authenticate(ctx, "other", nil); err == nil || errors.Is(err, ErrTokenRefused) {
+		if _, err := a.Authenticate(ctx, other, nil, nil); err == nil || errors.Is(err, ErrTokenRefused) {
 			t.Fatalf("outage: %v, want an error that is not a refusal", err)
 		}
 	}
@@ -154,12 +158,67 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	r := &reviewer{users: users}
 	a := NewTokenAuthenticator(TokenOptions{Client: r.client(), Clock: clk, CacheSize: 8})
 	for tok := range users {
-		if _, err := a.Authenticate(context.Background(), tok, nil); err != nil {
+		if _, err := a.Authenticate(context.Background(), tok, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := a.cache.len(); n > 8 {
 		t.Errorf("cache holds %d entries, bound is 8", n)
+	}
+}
+
+// An accepted token is trusted for the cache TTL, not until its exp: an
+// automounted token is valid for a year, and a deleted ServiceAccount must
+// stop working within minutes.
+func TestTokenAuthenticatorPositiveTTL(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	yearLong := jwt(clk.Now().Add(365*24*time.Hour), "automounted")
+	r := &reviewer{users: map[string]string{yearLong: "system:serviceaccount:tenant:gateway"}}
+	a := NewTokenAuthenticator(TokenOptions{Client: r.client(), Clock: clk})
+	check := func(when string, wantCalls int32) {
+		t.Helper()
+		if _, err := a.Authenticate(context.Background(), yearLong, nil, nil); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if n := r.calls.Load(); n != wantCalls {
+			t.Errorf("%s: %d TokenReviews, want %d", when, n, wantCalls)
+		}
+	}
+	check("first", 1)
+	clk.SetTime(clk.Now().Add(DefaultPositiveCacheTTL - time.Second))
+	check("within the cache TTL", 1)
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	check("past the cache TTL", 2)
+
+	// The API server stops accepting it (ServiceAccount deleted): refused
+	// once the cached answer has aged out.
+	delete(r.users, yearLong)
+	clk.SetTime(clk.Now().Add(DefaultPositiveCacheTTL + time.Second))
+	if _, err := a.Authenticate(context.Background(), yearLong, nil, nil); !errors.Is(err, ErrTokenRefused) {
+		t.Errorf("a token the API server no longer accepts, after the cache TTL: %v, want refused", err)
+	}
+}
+
+// What cannot be a ServiceAccount token is refused without a TokenReview
+// and without asking admission: too long, or not a JWT.
+func TestTokenAuthenticatorRefusesJunkWithoutReview(t *testing.T) {
+	r := &reviewer{users: map[string]string{}}
+	a := NewTokenAuthenticator(TokenOptions{Client: r.client(), MaxTokenBytes: 4096})
+	gateCalls := 0
+	gate := Gate(func() (func(), error) { gateCalls++; return func() {}, nil })
+	long := jwt(time.Now().Add(time.Hour), strings.Repeat("x", 4096))
+	for _, tok := range []string{long, "opaque-random-bytes", "a.b", "a.b.c.d", "e30.e30.c2ln", "!!!.e30.c2ln",
+		base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256"}`)) + ".e30=.c2ln"} {
+		_, err := a.Authenticate(context.Background(), tok, nil, gate)
+		if !errors.Is(err, ErrTokenRefused) {
+			t.Errorf("token %.20q...: %v, want refused", tok, err)
+		}
+	}
+	if n := r.calls.Load(); n != 0 || gateCalls != 0 {
+		t.Errorf("%d TokenReviews and %d admissions for tokens that cannot be ServiceAccount tokens, want none", n, gateCalls)
+	}
+	if _, err := a.Authenticate(context.Background(), long, nil, nil); err == nil || !strings.Contains(err.Error(), "4096") {
+		t.Errorf("a too-long token's error %v does not name the bound", err)
 	}
 }
 
@@ -179,12 +238,12 @@ func BenchmarkTokenAuthenticateCached(b *testing.B) {
 	r := &reviewer{users: map[string]string{tok: "system:serviceaccount:ns:sa"}, audiences: map[string][]string{tok: {"wayfinder"}}}
 	a := NewTokenAuthenticator(TokenOptions{Client: r.client()})
 	aud := []string{"wayfinder", "istio-ca"}
-	if _, err := a.Authenticate(context.Background(), tok, aud); err != nil {
+	if _, err := a.Authenticate(context.Background(), tok, aud, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := a.Authenticate(context.Background(), tok, aud); err != nil {
+		if _, err := a.Authenticate(context.Background(), tok, aud, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

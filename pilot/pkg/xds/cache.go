@@ -28,10 +28,6 @@ func (s *DiscoveryServer) openWatch(key streamKey, w *watch) (func(), error) {
 	} else {
 		typeURL = w.deltaReq.GetTypeUrl()
 	}
-	if n := len(w.sub.SubscribedResources()); exceeds(n, s.limits.MaxSubscribedNames) {
-		return nil, s.limitExceeded(st.peer, limitSubscribed, "the stream subscribes to more names of one type than allowed",
-			"type", clip(typeURL), "names", n)
-	}
 	w.st, w.ts = st, st.typeStatus(typeURL)
 	w.ts.watch = w
 	if r := w.deltaReq; r != nil && len(r.GetResourceNamesSubscribe())+len(r.GetResourceNamesUnsubscribe()) > 0 {

@@ -45,8 +45,8 @@ func (c callbacks) OnDeltaStreamClosed(id int64, _ *core.Node) {
 // OnStreamRequest identifies the proxy on a stream's first request, tracks
 // ACKs and NACKs, and hands the request to the cache. Returning an error
 // ends the stream with it.
-func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
-	if err := c.s.limitRequest(streamKey{id: id}, req.GetTypeUrl(), len(req.GetResourceNames())); err != nil {
+func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest, shape requestShape) error {
+	if err := c.s.limitRequest(streamKey{id: id}, req.GetTypeUrl(), shape); err != nil {
 		return err
 	}
 	return c.s.onRequest(streamKey{id: id}, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetVersionInfo(), req.GetErrorDetail())
@@ -54,9 +54,8 @@ func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) er
 
 // OnStreamDeltaRequest is OnStreamRequest for delta streams. Delta requests
 // carry no version; an ACK or NACK refers to the response by nonce.
-func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
-	names := len(req.GetResourceNamesSubscribe()) + len(req.GetResourceNamesUnsubscribe()) + len(req.GetInitialResourceVersions())
-	if err := c.s.limitRequest(streamKey{delta: true, id: id}, req.GetTypeUrl(), names); err != nil {
+func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest, shape requestShape) error {
+	if err := c.s.limitRequest(streamKey{delta: true, id: id}, req.GetTypeUrl(), shape); err != nil {
 		return err
 	}
 	return c.s.onRequest(streamKey{delta: true, id: id}, req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), "", req.GetErrorDetail())
@@ -198,6 +197,9 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 	}
 	p.streams[st.key] = st
 	st.proxy = p
+	if g != nil {
+		s.served.noteView(g.view)
+	}
 	if g != nil && p.view == nil {
 		s.setViewLocked(p, g, s.clock.Now())
 	}

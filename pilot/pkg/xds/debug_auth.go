@@ -2,7 +2,9 @@ package xds
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 )
@@ -36,6 +38,9 @@ func (s *DiscoveryServer) guard(access debugAccess, h http.HandlerFunc) http.Han
 			var ae *security.DebugAuthError
 			if errors.As(err, &ae) {
 				code = ae.Code
+				if ae.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.RetryAfter.Seconds()))))
+				}
 			}
 			if code == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="wayfinder-debug"`)
@@ -44,7 +49,7 @@ func (s *DiscoveryServer) guard(access debugAccess, h http.HandlerFunc) http.Han
 			return
 		}
 		if access == accessAdmin && !v.SeesAll() {
-			writeError(w, http.StatusForbidden, r.URL.Path+" is for ServiceAccounts of the debug admin namespaces; "+
+			writeError(w, http.StatusForbidden, r.URL.Path+" is for debug admins (--debug-admin-namespaces, --debug-admin-service-accounts); "+
 				v.Identity.String()+" may read /debug/config_dump, /debug/syncz and /debug/adsz of its own namespace's proxies")
 			return
 		}

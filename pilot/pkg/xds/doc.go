@@ -156,9 +156,12 @@
 // gRPC cancel the stream, which ends the blocked write. No lock or shared
 // slot is held while a write waits, so a stream that does not read never
 // delays another. Each request is checked against the stream's token
-// bucket, the names it carries and the types the stream asks for before
-// anything else sees it; a delta subscription's size when its watch opens.
-// New streams wait for a server-wide token (queued, never refused).
+// bucket, the names it carries (how many, how long, how many bytes) and
+// the types the stream asks for before anything else sees it, and a
+// subscription's size once the request changed it; the limits on names
+// grow with what the server serves (limits_served.go). New streams count
+// against their ServiceAccount and address (limits_streams.go) and wait
+// for a server-wide token, refused once too many are waiting.
 // Client-supplied strings are clipped in logs, and lines about a client
 // are rate-limited per client host (logsafe.go).
 //
@@ -182,8 +185,10 @@
 //	wayfinder_xds_response_encodings_total{type} counter responses serialized (once per distinct
 //	                                    content, shared by every stream sent it)
 //	pilot_xds_write_timeout             counter   streams closed: a response not read within the send timeout
-//	wayfinder_xds_limit_exceeded_total{limit} counter streams closed for a limit: request_rate,
-//	                                    request_names, subscribed_names, types_per_stream, type_url_length
+//	wayfinder_xds_limit_exceeded_total{limit} counter streams closed or refused for a limit: request_rate,
+//	                                    request_names, subscribed_names, types_per_stream, type_url_length,
+//	                                    name_length, request_bytes, subscribed_bytes, node_size,
+//	                                    streams_per_identity, streams_per_peer, admission_queue
 //	wayfinder_xds_stream_admission_wait_seconds histogram how long new streams queued for admission
 //	wayfinder_log_lines_suppressed_total counter  repeated log lines about a client left out
 //	wayfinder_config_errors{kind,origin,severity} gauge  current config problems; origin is

@@ -42,18 +42,52 @@ type Limits struct {
 	RequestBurst      int
 	// StreamsPerSecond and StreamBurst admit new ADS streams at a bounded
 	// rate, server-wide. A stream beyond it waits for its turn (until the
-	// client gives up); it is never refused, so gateways reconnecting
-	// together after a restart all get in.
+	// client gives up, or MaxQueuedStreams are waiting already), so
+	// gateways reconnecting together after a restart all get in.
 	StreamsPerSecond float64
 	StreamBurst      int
 	// SharedNamesBytes bounds the memory of the decoded request name
 	// lists shared between streams (package wire); a longer list than a
 	// quarter of it is decoded for its request alone.
 	SharedNamesBytes int64
+	// MaxResourceNameBytes bounds one resource name a request carries, and
+	// every version and nonce in it: the server's own are far shorter. A
+	// type whose served resources have longer names allows the longest.
+	MaxResourceNameBytes int
+	// MaxSubscribedBytes bounds, per stream and type, what a subscription
+	// holds and each name list of one request, in bytes: a name counts its
+	// length plus nameOverheadBytes (what holding it costs), an initial
+	// resource version its name's and its own. It grows with what the
+	// server serves of the type (see served in limits_served.go).
+	MaxSubscribedBytes int
+	// MaxStreamsPerIdentity bounds the open (and queued) ADS streams of
+	// one verified ServiceAccount, however verified (token or
+	// certificate); MaxStreamsPerPeer those of one client IP address,
+	// authenticated or not. A new stream beyond either is refused with
+	// ResourceExhausted.
+	MaxStreamsPerIdentity int
+	MaxStreamsPerPeer     int
+	// MaxQueuedStreams bounds the new streams waiting for admission
+	// (StreamsPerSecond); one more is refused with ResourceExhausted
+	// rather than queued.
+	MaxQueuedStreams int
 }
 
-// DefaultLimits are the limits used for zero fields. They leave room for
-// 50,000 services per gateway and for 500 gateways reconnecting at once.
+// DefaultLimits are the limits used for zero fields. The count and byte
+// limits on names are floors: each grows with what the server serves of
+// the type (twice the largest set of it any proxy is sent, see
+// limits_served.go), so no gateway is cut off however large the config,
+// and the floors cover what a client names beyond that (bootstrap
+// resources, names of a push being replaced). Admission leaves room for
+// 500 gateways reconnecting at once and 2,000 more waiting up to 10 s.
+//
+// Streams per identity and per peer: every replica of a gateway
+// Deployment (and every pod of a proxyless gRPC Deployment) shares one
+// ServiceAccount, each holds one ADS stream, and while a connection that
+// died silently is found out (keepalive, up to 40 s) its replacement is a
+// second one: 1,000 leaves room for 500 replicas reconnecting together.
+// Pods have addresses of their own, but clients behind NAT or an
+// east-west gateway, and the load tools on one host, share one.
 var DefaultLimits = Limits{
 	SendTimeout:                30 * time.Second,
 	MaxResourceNamesPerRequest: 100_000,
@@ -64,6 +98,11 @@ var DefaultLimits = Limits{
 	StreamsPerSecond:           200,
 	StreamBurst:                500,
 	SharedNamesBytes:           wire.DefaultSharedNamesBytes,
+	MaxResourceNameBytes:       1 << 10,
+	MaxSubscribedBytes:         256 << 10,
+	MaxStreamsPerIdentity:      1000,
+	MaxStreamsPerPeer:          1000,
+	MaxQueuedStreams:           2000,
 }
 
 // withDefaults fills zero fields from DefaultLimits.
@@ -78,6 +117,11 @@ func (l Limits) withDefaults() Limits {
 	l.StreamsPerSecond = cmp.Or(l.StreamsPerSecond, d.StreamsPerSecond)
 	l.StreamBurst = cmp.Or(l.StreamBurst, d.StreamBurst)
 	l.SharedNamesBytes = cmp.Or(l.SharedNamesBytes, d.SharedNamesBytes)
+	l.MaxResourceNameBytes = cmp.Or(l.MaxResourceNameBytes, d.MaxResourceNameBytes)
+	l.MaxSubscribedBytes = cmp.Or(l.MaxSubscribedBytes, d.MaxSubscribedBytes)
+	l.MaxStreamsPerIdentity = cmp.Or(l.MaxStreamsPerIdentity, d.MaxStreamsPerIdentity)
+	l.MaxStreamsPerPeer = cmp.Or(l.MaxStreamsPerPeer, d.MaxStreamsPerPeer)
+	l.MaxQueuedStreams = cmp.Or(l.MaxQueuedStreams, d.MaxQueuedStreams)
 	return l
 }
 
@@ -91,7 +135,17 @@ const (
 	limitSubscribed     = "subscribed_names"
 	limitTypesPerStream = "types_per_stream"
 	limitTypeURL        = "type_url_length"
+	limitNameLength     = "name_length"
+	limitRequestBytes   = "request_bytes"
+	limitSubscribedSize = "subscribed_bytes"
+	limitNodeSize       = "node_size"
+	limitPerIdentity    = "streams_per_identity"
+	limitPerPeer        = "streams_per_peer"
+	limitQueue          = "admission_queue"
 )
+
+var limitLabels = []string{limitRequestRate, limitRequestNames, limitSubscribed, limitTypesPerStream, limitTypeURL,
+	limitNameLength, limitRequestBytes, limitSubscribedSize, limitNodeSize, limitPerIdentity, limitPerPeer, limitQueue}
 
 // maxTypeURLBytes bounds a requested type URL (Envoy's longest is about
 // 80 bytes).
@@ -150,29 +204,51 @@ func (b *tokenBucket) reserve(now time.Time) time.Duration {
 // admission queues new streams: each takes a token of a server-wide
 // bucket and waits until it is due. Waiting streams hold only their
 // goroutine; a client that gives up (its context ends) returns its token.
+// At most max streams wait: the bucket's debt is bounded by them, and a
+// stream beyond is refused rather than queued behind a debt that could
+// grow for as long as clients keep coming.
 type admission struct {
-	clock clock.Clock
-	mu    sync.Mutex
-	b     *tokenBucket
+	clock   clock.Clock
+	max     int // negative: no bound
+	mu      sync.Mutex
+	b       *tokenBucket
+	waiting int
 }
 
-func newAdmission(c clock.Clock, rate float64, burst int) *admission {
-	return &admission{clock: c, b: newTokenBucket(rate, burst, c.Now())}
+func newAdmission(c clock.Clock, rate float64, burst, maxQueued int) *admission {
+	return &admission{clock: c, b: newTokenBucket(rate, burst, c.Now()), max: maxQueued}
 }
+
+// errQueueFull refuses a stream when max streams are waiting already.
+var errQueueFull = status.Error(codes.ResourceExhausted, "too many ADS streams waiting for admission; retry later (limit admission_queue)")
 
 // wait returns once the stream may start, or with the context's error
-// when the client or the server gave up first. It returns how long the
-// stream waited.
+// when the client or the server gave up first, or errQueueFull. It
+// returns how long the stream waited.
 func (a *admission) wait(ctx, server context.Context) (time.Duration, error) {
 	if a.b == nil {
 		return 0, nil
 	}
 	a.mu.Lock()
-	d := a.b.reserve(a.clock.Now())
+	now := a.clock.Now()
+	a.b.refill(now)
+	if a.b.tokens < 1 && exceeds(a.waiting+1, a.max) {
+		a.mu.Unlock()
+		return 0, errQueueFull
+	}
+	d := a.b.reserve(now)
+	if d > 0 {
+		a.waiting++
+	}
 	a.mu.Unlock()
 	if d <= 0 {
 		return 0, nil
 	}
+	defer func() {
+		a.mu.Lock()
+		a.waiting--
+		a.mu.Unlock()
+	}()
 	t := a.clock.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -210,11 +286,11 @@ func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
 		}),
 		exceeded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wayfinder_xds_limit_exceeded_total",
-			Help: "ADS streams closed for exceeding a limit: limit=request_rate, request_names, subscribed_names, types_per_stream or type_url_length.",
+			Help: "ADS streams closed or refused for exceeding a limit: limit=request_rate, request_names, subscribed_names, types_per_stream, type_url_length, name_length, request_bytes, subscribed_bytes, node_size, streams_per_identity, streams_per_peer or admission_queue.",
 		}, []string{"limit"}),
 		admissionWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "wayfinder_xds_stream_admission_wait_seconds",
-			Help:    "Seconds a new ADS stream waited for admission (streams are queued, never refused).",
+			Help:    "Seconds a new ADS stream waited for admission (queued up to a bound, refused beyond it).",
 			Buckets: latencyBuckets,
 		}),
 		suppressed: prometheus.NewCounter(prometheus.CounterOpts{
@@ -222,7 +298,7 @@ func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
 			Help: "Log lines about a client left out because the same line was logged for the same peer too often.",
 		}),
 	}
-	for _, l := range []string{limitRequestRate, limitRequestNames, limitSubscribed, limitTypesPerStream, limitTypeURL} {
+	for _, l := range limitLabels {
 		m.exceeded.WithLabelValues(l)
 	}
 	reg.MustRegister(m.writeTimeouts, m.exceeded, m.admissionWait, m.suppressed)
@@ -271,52 +347,34 @@ func (s *DiscoveryServer) sendWithin(ctx context.Context, typeURL string, send f
 	}
 }
 
-// admit waits until a new stream may start (see Limits.StreamsPerSecond).
-func (s *DiscoveryServer) admit(ctx context.Context) error {
+// admit decides whether a new stream may start: refused while draining,
+// or when its identity or peer address holds as many streams as allowed,
+// or when the admission queue is full; otherwise it waits its turn (see
+// Limits.StreamsPerSecond). The stream counts against its identity and
+// peer from here on, waiting included, until it calls release.
+func (s *DiscoveryServer) admit(ctx context.Context) (release func(), err error) {
 	if err := s.refuseIfDraining(); err != nil {
-		return err
+		return nil, err
+	}
+	release, err = s.streamCaps.acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
 	waited, err := s.admission.wait(ctx, s.ctx)
+	if err == errQueueFull {
+		s.limitMetrics.exceeded.WithLabelValues(limitQueue).Inc()
+		s.warnPeer(peerOf(ctx), "ADS stream refused: the admission queue is full", "limit", limitQueue, "queued", s.limits.MaxQueuedStreams)
+	}
 	if err == nil {
 		s.limitMetrics.admissionWait.Observe(waited.Seconds())
 		// Queued behind the admission rate while Drain began.
 		err = s.refuseIfDraining()
 	}
-	return err
-}
-
-// limitRequest checks a request against the stream's limits before
-// anything else looks at it: the request rate, the number of names it
-// carries and the number of types the stream asks for. A request over a
-// limit ends the stream with ResourceExhausted.
-func (s *DiscoveryServer) limitRequest(key streamKey, typeURL string, names int) error {
-	s.mu.Lock()
-	st := s.streams[key]
-	if st == nil {
-		s.mu.Unlock()
-		return nil // onRequest reports it
+	if err != nil {
+		release()
+		return nil, err
 	}
-	if !st.limits.started {
-		st.limits.started = true
-		st.limits.requests = newTokenBucket(s.limits.RequestsPerSecond, s.limits.RequestBurst, s.clock.Now())
-	}
-	peer := st.peer
-	var limit, msg string
-	switch {
-	case !st.limits.requests.allow(s.clock.Now()):
-		limit, msg = limitRequestRate, "more than the allowed requests per second"
-	case exceeds(names, s.limits.MaxResourceNamesPerRequest):
-		limit, msg = limitRequestNames, "a request names more resources than allowed"
-	case len(typeURL) > maxTypeURLBytes:
-		limit, msg = limitTypeURL, "a type URL is longer than allowed"
-	case st.types[typeURL] == nil && exceeds(len(st.types)+1, s.limits.MaxTypesPerStream):
-		limit, msg = limitTypesPerStream, "the stream asks for more type URLs than allowed"
-	}
-	s.mu.Unlock()
-	if limit == "" {
-		return nil
-	}
-	return s.limitExceeded(peer, limit, msg, "type", clip(typeURL), "names", names)
+	return release, nil
 }
 
 // limitExceeded counts and logs a stream closed for a limit and returns

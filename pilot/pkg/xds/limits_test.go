@@ -237,8 +237,9 @@ func TestClientStringsAreClippedAndRepeatedLinesLimited(t *testing.T) {
 	h.syncAndWait()
 
 	huge := strings.Repeat("x", 1<<20)
+	hugeID := huge[:maxNodeBytes/2] // a node within the node size bound
 	for range 3 * peerLogBurst {
-		c := dial(t, h.addr, &core.Node{Id: "bad-" + huge})
+		c := dial(t, h.addr, &core.Node{Id: "bad-" + hugeID})
 		c.subscribe(resource.ClusterType)
 		err := c.streamError()
 		if status.Code(err) != codes.InvalidArgument {
@@ -303,9 +304,10 @@ func TestRequestLimitsCloseTheStream(t *testing.T) {
 	}
 	expect(a, limitRequestRate, 1)
 
-	// Names in one request.
+	// Names in one request: the bound is the flag plus twice what is
+	// served of the type.
 	b := h.connect(nodeID("b"), ingressLabels)
-	b.subscribe(resource.EndpointType, "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
+	b.subscribe(resource.EndpointType, madeUpNames(10+2*h.served(resource.EndpointType).count+1)...)
 	expect(b, limitRequestNames, 1)
 
 	// Distinct types on one stream.
@@ -317,8 +319,12 @@ func TestRequestLimitsCloseTheStream(t *testing.T) {
 
 	// A delta subscription growing past the bound, ten names at a time.
 	d := h.connectDelta(nodeID("d"), ingressLabels, nil)
-	d.subscribe(resource.EndpointType, "1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
-	d.subscribe(resource.EndpointType, "11", "12", "13")
+	names := madeUpNames(12 + 2*h.served(resource.EndpointType).count + 1)
+	for len(names) > 0 {
+		n := min(10, len(names))
+		d.subscribe(resource.EndpointType, names[:n]...)
+		names = names[n:]
+	}
 	expect(d, limitSubscribed, 1)
 
 	// A type URL longer than anything Envoy sends.
@@ -463,7 +469,10 @@ func TestDebugEndpointsAnswerOnlyGetAndHead(t *testing.T) {
 // A stream sending long made-up name lists leaves at most the shared name
 // lists' byte bound behind once it has closed.
 func TestLongNameListsAreReleasedWhenTheStreamCloses(t *testing.T) {
-	h := newHarness(t, newTestStore(base()...))
+	// The limits on subscriptions would close the stream first.
+	h := newHarnessWith(t, newTestStore(base()...), func(o *Options) {
+		o.Limits.MaxSubscribedBytes, o.Limits.MaxSubscribedNames = -1, -1
+	})
 	h.syncAndWait()
 	before := heapAfterGC()
 	c := h.connect(nodeID("lists"), ingressLabels)

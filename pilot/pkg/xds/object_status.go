@@ -84,7 +84,7 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*ObjectState {
 		if !ok { // once per group, not per proxy
 			for _, gw := range p.group.gateways {
 				routing = append(routing, gw)
-				for _, vs := range st.push.VirtualServicesForGateway(gw.Namespace + "/" + gw.Name) {
+				for _, vs := range st.push.VirtualServicesBoundTo(gw.Namespace + "/" + gw.Name) {
 					routing = append(routing, vs.Key())
 				}
 			}

@@ -33,6 +33,18 @@ type pushState struct {
 	// upstream are the credentials the push's DestinationRules name,
 	// computed once per push for the group keys.
 	upstream []model.Credential
+	// views are the clusters and endpoints of the proxy views other than
+	// the default one (model.PushContext.ViewKey: a namespace with
+	// DestinationRules of its own, or one exportTo treats apart), built
+	// when a group first needs them. Written and read under pushMu.
+	views map[string]*serviceView
+}
+
+// serviceView is the clusters and endpoints one proxy view gets instead
+// of the push's shared ones.
+type serviceView struct {
+	clusters, endpoints *typeSet
+	errors              []*config.Error
 }
 
 // proxylessKey is the group of every proxyless gRPC client. Gateway group
@@ -58,18 +70,22 @@ type group struct {
 	refused []model.SecretRefusal
 	// identity is the verified identity the group was translated for.
 	identity *model.Identity
+	// viewKey is the proxy view it was translated for ("" the default:
+	// the push's clusters and endpoints).
+	viewKey string
 }
 
 // secretsFor reports whether a proxy of identity id (nil: plaintext) may
 // share g's view as far as its secrets go: g holds none, or it was built
-// for an authenticated proxy of id's namespace. The group key already
+// for an authenticated proxy of id's namespace and ServiceAccount (what a
+// proxy may have depends on both). The group key already
 // separates what the config says; this holds whatever a generator
 // returns.
 func (g *group) secretsFor(id *model.Identity) bool {
 	if g.secrets == nil || len(g.secrets.items) == 0 {
 		return true
 	}
-	return id != nil && g.identity != nil && g.identity.Namespace == id.Namespace
+	return id != nil && g.identity != nil && g.identity.Namespace == id.Namespace && g.identity.ServiceAccount == id.ServiceAccount
 }
 
 // push computes config for every connected proxy and publishes the views.
@@ -97,10 +113,11 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		// translated again.
 		prev := s.state
 		s.intern.rotate(ldsIdx, rdsIdx, sdsIdx)
+		// The views' clusters and endpoints depend on the same.
 		st = &pushState{push: prev.push.WithRouting(s.store), groups: map[string]*group{}, clusters: prev.clusters, endpoints: prev.endpoints,
-			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors, upstream: prev.upstream}
+			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors, upstream: prev.upstream, views: maps.Clone(prev.views)}
 	case full:
-		pc := model.NewPushContext(s.store, s.registries...)
+		pc := model.NewScopedPushContext(s.scoping, s.store, s.registries...)
 		svc, err := s.buildServices(pc)
 		if err != nil {
 			// Sending empty clusters would take every route down; keep the
@@ -147,6 +164,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 	}
 	s.mu.Lock()
 	s.state = st
+	s.served.pushed(s.clock.Now(), st)
 	for _, p := range proxies {
 		if s.proxies[p.proxy.ID] != p {
 			continue // disconnected during the push
@@ -154,6 +172,7 @@ func (s *DiscoveryServer) push(req *model.PushRequest) {
 		s.setViewLocked(p, assigned[p], since)
 	}
 	s.mu.Unlock()
+	s.releaseOldPushes(st)
 
 	s.logNewErrors(st)
 	for _, r := range req.ReasonList() {
@@ -196,9 +215,10 @@ func (s *DiscoveryServer) endpointsPush(pc *model.PushContext, prev *pushState, 
 		serviceErrors: prev.serviceErrors, endpointErrors: errs, groups: make(map[string]*group, len(prev.groups)), upstream: prev.upstream}
 	for key, g := range prev.groups {
 		ng := *g
-		if g.key == proxylessKey {
+		if g.key == proxylessKey || g.viewKey != "" {
 			// Built again on demand, like a new group: its endpoints are
-			// rebuilt and the rest reused by the interner.
+			// rebuilt and the rest reused by the interner (and the route
+			// cache, for a view's group).
 			continue
 		}
 		if g.view != nil {
@@ -240,6 +260,12 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 		// same share one translation.
 		scope := model.SecretScope{Identity: p.Identity, Authorizer: s.authz, Grants: s.grants}
 		key := model.ScopedGatewayGroupKey(gws, scope, st.upstream)
+		// So does what the proxy's namespace sees of DestinationRules,
+		// services and VirtualServices, when that is not the default.
+		push := st.push.ForProxy(p)
+		if v := push.View(); v != "" {
+			key += "/view/" + v
+		}
 		if g, ok := st.groups[key]; ok {
 			if !g.secretsFor(p.Identity) {
 				// The generator returned secrets the Gateways and
@@ -250,7 +276,7 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 				if g, ok := st.groups[key]; ok {
 					return g, false
 				}
-				g = s.gatewayGroup(st, key, gws, scope)
+				g = s.gatewayGroup(st, push, key, gws, scope)
 				s.mu.Lock()
 				st.groups[g.key] = g
 				s.mu.Unlock()
@@ -258,7 +284,7 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 			}
 			return g, false
 		}
-		g = s.gatewayGroup(st, key, gws, scope)
+		g = s.gatewayGroup(st, push, key, gws, scope)
 	}
 	s.mu.Lock()
 	st.groups[g.key] = g
@@ -266,13 +292,26 @@ func (s *DiscoveryServer) groupFor(st *pushState, p *model.Proxy) (g *group, cre
 	return g, true
 }
 
-// gatewayGroup translates one gateway configuration into its view.
-func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.Config, scope model.SecretScope) *group {
-	g := &group{key: key, gateways: make([]config.Key, len(gws)), scope: scope.String(), identity: scope.Identity}
+// gatewayGroup translates one gateway configuration, as push (st's push
+// context as its proxies see it) says, into its view.
+func (s *DiscoveryServer) gatewayGroup(st *pushState, push *model.PushContext, key string, gws []config.Config, scope model.SecretScope) *group {
+	g := &group{key: key, gateways: make([]config.Key, len(gws)), scope: scope.String(), identity: scope.Identity, viewKey: push.View()}
 	for i := range gws {
 		g.gateways[i] = gws[i].Key()
 	}
-	res, err := s.buildGateway(st.push, gws, scope)
+	clusters, endpoints := st.clusters, st.endpoints
+	var err error
+	if g.viewKey != "" {
+		var sv *serviceView
+		if sv, err = s.serviceView(st, push); err == nil {
+			clusters, endpoints = sv.clusters, sv.endpoints
+			g.errors = append(g.errors, sv.errors...)
+		}
+	}
+	var res GatewayResources
+	if err == nil {
+		res, err = s.buildGateway(push, gws, scope)
+	}
 	if err == nil && scope.Identity == nil && len(res.Secrets) > 0 {
 		// Whatever the generator says, key material never goes to an
 		// unauthenticated proxy: without these, listeners naming them
@@ -286,11 +325,11 @@ func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.C
 	}
 	if err == nil {
 		g.refused = res.SecretRefusals
-		g.listeners, g.routes, g.secrets, g.errors = gatewayResources(s.intern, "gateway/"+key, res)
-		var uerrs []*config.Error
-		g.secrets, uerrs = withUpstreamSecrets(s.intern, "gateway/"+key, st.clusters, g.secrets, res.UpstreamSecrets)
-		g.errors = append(g.errors, uerrs...)
-		v := newView(st.clusters, st.endpoints, g.listeners, g.routes, g.secrets)
+		var gerrs, uerrs []*config.Error
+		g.listeners, g.routes, g.secrets, gerrs = gatewayResources(s.intern, "gateway/"+key, res)
+		g.secrets, uerrs = withUpstreamSecrets(s.intern, "gateway/"+key, clusters, g.secrets, res.UpstreamSecrets)
+		g.errors = slices.Concat(g.errors, gerrs, uerrs)
+		v := newView(clusters, endpoints, g.listeners, g.routes, g.secrets)
 		if err = v.consistent(); err == nil {
 			g.view = v
 		}
@@ -303,6 +342,26 @@ func (s *DiscoveryServer) gatewayGroup(st *pushState, key string, gws []config.C
 		g.errors = append(g.errors, &config.Error{Source: "gateway group " + key, Message: err.Error()})
 	}
 	return g
+}
+
+// serviceView returns the clusters and endpoints of push's view (not the
+// default one), translating them when no group of st needed them yet. The
+// caller holds pushMu.
+func (s *DiscoveryServer) serviceView(st *pushState, push *model.PushContext) (*serviceView, error) {
+	if sv := st.views[push.View()]; sv != nil {
+		return sv, nil
+	}
+	res, err := s.buildServices(push)
+	if err != nil {
+		return nil, err
+	}
+	sv := &serviceView{}
+	sv.clusters, sv.endpoints, sv.errors = serviceResources(s.intern, "view/"+push.View(), res)
+	if st.views == nil {
+		st.views = map[string]*serviceView{}
+	}
+	st.views[push.View()] = sv
+	return sv, nil
 }
 
 // proxylessGroup translates the proxyless gRPC resources of a push. On an

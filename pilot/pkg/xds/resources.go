@@ -135,6 +135,8 @@ type typeSet struct {
 	// stream that missed a push (its ACK was still on the way) is still
 	// answered by looking at those names alone.
 	older []ancestor
+	// nameSizes are the names' sizes, for the client limits (limits_served.go).
+	nameSizes nameStatOnce
 	// edsCheck keeps the last edsErrors answer.
 	edsCheck struct {
 		mu   sync.Mutex

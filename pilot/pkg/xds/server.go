@@ -28,6 +28,10 @@ type Options struct {
 	// Registries add services (Kubernetes Services) to every push context
 	// besides the store's ServiceEntries.
 	Registries []model.ServiceDiscovery
+	// Scoping is how config of one namespace reaches proxies of another
+	// (root namespace, default exportTo); the zero value is istiod's
+	// default mesh.
+	Scoping model.Scoping
 	// Errors, when set, reports the problems the source currently has
 	// (files that do not parse, objects that fail validation). They are
 	// counted with the translation errors and shown by /debug/configz.
@@ -88,6 +92,7 @@ type DiscoveryServer struct {
 	store model.ConfigStore
 	// registries feed model.NewPushContext with the store.
 	registries []model.ServiceDiscovery
+	scoping    model.Scoping
 	errors     model.ConfigErrorReporter
 	replica    string
 	gen        Generator
@@ -115,6 +120,7 @@ type DiscoveryServer struct {
 	limits       Limits
 	limitMetrics *limitMetrics
 	admission    *admission
+	streamCaps   *streamCaps
 	peerLog      *peerLog
 	// sending counts writes waiting in sendWithin (for tests).
 	sending atomic.Int64
@@ -149,6 +155,9 @@ type DiscoveryServer struct {
 	// streams are the open ADS streams, including streams whose first
 	// request has not arrived yet.
 	streams map[streamKey]*streamState
+	// served sizes what proxies are sent, which the limits on names grow
+	// with (limits_served.go).
+	served servedStats
 }
 
 // NewDiscoveryServer builds a server. Nothing runs until Run; ADS streams
@@ -172,6 +181,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	s := &DiscoveryServer{
 		store:            opts.Store,
 		registries:       opts.Registries,
+		scoping:          opts.Scoping,
 		errors:           opts.Errors,
 		replica:          opts.Replica,
 		gen:              opts.Generator,
@@ -191,7 +201,8 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(metricType(typeURL)).Inc() })
 	s.limits = opts.Limits.withDefaults()
 	s.limitMetrics = newLimitMetrics(opts.Registry)
-	s.admission = newAdmission(opts.Clock, s.limits.StreamsPerSecond, s.limits.StreamBurst)
+	s.admission = newAdmission(opts.Clock, s.limits.StreamsPerSecond, s.limits.StreamBurst, s.limits.MaxQueuedStreams)
+	s.streamCaps = newStreamCaps(s, s.limits)
 	s.peerLog = newPeerLog(opts.Clock)
 	s.drain = newDrainState(opts.Registry)
 	wire.SetSharedNamesBytes(s.limits.SharedNamesBytes)
@@ -223,18 +234,22 @@ type adsService struct {
 }
 
 func (a adsService) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	if err := a.s.admit(stream.Context()); err != nil {
+	release, err := a.s.admit(stream.Context())
+	if err != nil {
 		return err
 	}
+	defer release()
 	return serveEvictable(stream.Context(), func(ctx context.Context) error {
 		return a.s.endCleanlyOnStop(a.s.serveSotw(sotwStream{stream, a.s, ctx}))
 	})
 }
 
 func (a adsService) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	if err := a.s.admit(stream.Context()); err != nil {
+	release, err := a.s.admit(stream.Context())
+	if err != nil {
 		return err
 	}
+	defer release()
 	return serveEvictable(stream.Context(), func(ctx context.Context) error {
 		return a.s.endCleanlyOnStop(a.s.serveDelta(deltaStream{stream, a.s, ctx}))
 	})

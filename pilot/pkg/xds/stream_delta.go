@@ -91,14 +91,16 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 			if err := sendAll(); err != nil {
 				return err
 			}
-			if err := cb.OnStreamDeltaRequest(id, req); err != nil {
+			if !s.awaitFirstPush(ctx) {
+				return nil
+			}
+			if err := cb.OnStreamDeltaRequest(id, req, deltaShape(req)); err != nil {
 				return err
 			}
-			if req.GetNode() != nil {
-				node = req.GetNode()
-			} else {
-				req.Node = node
-			}
+			// The request is kept with its watch: the node (read once, on
+			// the first request) and a NACK's detail (recorded, clipped)
+			// go now.
+			node, req.Node, req.ErrorDetail = nil, nil, nil
 			typeURL := req.GetTypeUrl()
 			if typeURL == "" {
 				return status.Error(codes.InvalidArgument, "type URL is required for ADS")
@@ -112,12 +114,28 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 				w.cancel()
 				w.sub.updateDelta(req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe())
 			}
+			if err := s.limitSubscription(streamKey{delta: true, id: id}, typeURL, w.sub); err != nil {
+				w.cancel = func() {}
+				return err
+			}
 			cancel, err := s.openWatch(streamKey{delta: true, id: id}, &watch{deltaReq: req, sub: w.sub, deltaOut: out})
 			if err != nil {
 				w.cancel = func() {}
 				return err
 			}
 			w.cancel = cancel
+			s.dropRequestLists(req)
 		}
 	}
+}
+
+// dropRequestLists lets go of a delta request's name lists once its
+// subscription has taken them in: the request stays with its watch (and
+// the response it causes) until the next request of its type, and would
+// otherwise keep an unsubscribe list, or a later request's ignored initial
+// versions, for as long. Under mu, since the watch is open now.
+func (s *DiscoveryServer) dropRequestLists(req *discovery.DeltaDiscoveryRequest) {
+	s.mu.Lock()
+	req.ResourceNamesSubscribe, req.ResourceNamesUnsubscribe, req.InitialResourceVersions = nil, nil, nil
+	s.mu.Unlock()
 }

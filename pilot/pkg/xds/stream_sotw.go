@@ -94,6 +94,9 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 			if !ok {
 				return nil
 			}
+			if !s.awaitFirstPush(ctx) {
+				return nil
+			}
 			// Only the first request must carry the node.
 			if req.GetNode() != nil {
 				node = req.GetNode()
@@ -104,12 +107,20 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 			if typeURL == "" {
 				return status.Error(codes.InvalidArgument, "type URL is required for ADS")
 			}
-			if err := cb.OnStreamRequest(id, req); err != nil {
+			w := watches[typeURL]
+			var sub *subscription
+			if w != nil {
+				sub = w.sub
+			}
+			if err := cb.OnStreamRequest(id, req, sotwShape(req, sub)); err != nil {
 				return err
 			}
-			w := watches[typeURL]
+			// The request is kept with its watch: the node (read once, on
+			// the first request) and a NACK's detail (recorded, clipped)
+			// go now.
+			node, req.Node, req.ErrorDetail = nil, nil, nil
 			if w == nil {
-				w = &sotwWatchState{sub: newSotwSubscription(req.GetResourceNames(), s.legacyWildcard(typeURL))}
+				w = &sotwWatchState{cancel: func() {}, sub: newSotwSubscription(req.GetResourceNames(), s.legacyWildcard(typeURL))}
 				watches[typeURL] = w
 			} else {
 				if w.nonce != "" && req.GetResponseNonce() != w.nonce {
@@ -122,6 +133,9 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 				}
 				w.sub.setSotw(req.GetResourceNames())
 			}
+			if err := s.limitSubscription(streamKey{id: id}, typeURL, w.sub); err != nil {
+				return err
+			}
 			cancel, err := s.openWatch(streamKey{id: id}, &watch{sotwReq: req, sub: w.sub, sotwOut: out})
 			if err != nil {
 				w.cancel = func() {}
@@ -129,6 +143,27 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 			}
 			w.cancel = cancel
 		}
+	}
+}
+
+// awaitFirstPush waits, before a stream's requests are handled, for the
+// first push: the limits on names grow with what the server serves,
+// which is known only then (a gateway reconnecting to a restarted server
+// names everything it held). Nothing would be answered before it anyway.
+// It reports false when the stream or the server ended first.
+func (s *DiscoveryServer) awaitFirstPush(ctx context.Context) bool {
+	select {
+	case <-s.firstPushDone:
+		return true
+	default:
+	}
+	select {
+	case <-s.firstPushDone:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.ctx.Done():
+		return false
 	}
 }
 

@@ -34,6 +34,14 @@ type subscription struct {
 
 	names       map[string]struct{}
 	namesShared bool
+	// nameBytes is what names holds as the byte limits count it (see
+	// limits_request.go): its names' lengths plus nameOverheadBytes each.
+	nameBytes int64
+	// list is the SotW request list names came from, and listShape its
+	// size: an ACK carries the same (shared) list and is not measured
+	// again.
+	list      []string
+	listShape listShape
 
 	// known is the delta client's resource versions (name -> version, ""
 	// for a resource it must be sent again); unused by SotW.
@@ -85,6 +93,10 @@ func (s *subscription) setSotw(list []string) {
 		s.legacy = false
 	}
 	s.names, s.wildcard, s.namesShared = subscribedSet(list)
+	if !sameNameList(list, s.list) {
+		s.list, s.listShape = list, shapeOf(list)
+	}
+	s.nameBytes = s.listShape.bytes
 }
 
 // newDeltaSubscription is a delta stream's first request of a type, with
@@ -103,9 +115,15 @@ func newDeltaSubscription(subscribe, unsubscribe []string, initial map[string]st
 	// Naming anything ends legacy wildcard; "*" subscribes to everything.
 	s.legacy = false
 	s.names, s.wildcard, s.namesShared = subscribedSet(subscribe)
+	for n := range s.names {
+		s.nameBytes += nameBytes(n)
+	}
 	s.unsubscribe(unsubscribe)
 	return s
 }
+
+// nameBytes is what one subscribed name counts for the byte limits.
+func nameBytes(n string) int64 { return int64(len(n)) + nameOverheadBytes }
 
 // updateDelta applies a delta request's subscribe and unsubscribe lists.
 // In legacy mode a request subscribing to nothing leaves the stream
@@ -125,7 +143,10 @@ func (s *subscription) updateDelta(subscribe, unsubscribe []string) {
 				s.wildcard = true
 				continue
 			}
-			s.names[n] = struct{}{}
+			if _, ok := s.names[n]; !ok {
+				s.names[n] = struct{}{}
+				s.nameBytes += nameBytes(n)
+			}
 		}
 	}
 	s.unsubscribe(unsubscribe)
@@ -146,12 +167,16 @@ func (s *subscription) unsubscribe(unsubscribe []string) {
 			s.wildcard = false
 			continue
 		}
-		if _, ok := s.names[n]; ok && s.wildcard {
+		_, held := s.names[n]
+		if held && s.wildcard {
 			s.known[n] = ""
 		} else {
 			delete(s.known, n)
 		}
-		delete(s.names, n)
+		if held {
+			delete(s.names, n)
+			s.nameBytes -= nameBytes(n)
+		}
 	}
 }
 

@@ -167,3 +167,35 @@ func TestDeltaStreamsShareTheViewsVersionMap(t *testing.T) {
 		t.Errorf("d2's versions changed with d1's unsubscribe: %d names", len(k2))
 	}
 }
+
+// A subscription counts the bytes of the names it holds, once each, as
+// names come and go.
+func TestSubscriptionCountsNameBytes(t *testing.T) {
+	w := func(names ...string) int64 {
+		var n int64
+		for _, s := range names {
+			n += nameBytes(s)
+		}
+		return n
+	}
+	d := newDeltaSubscription([]string{"a", "bb", "bb"}, []string{"a"}, nil, false)
+	if d.nameBytes != w("bb") {
+		t.Fatalf("after subscribe a, bb, bb and unsubscribe a: %d bytes, want %d", d.nameBytes, w("bb"))
+	}
+	d.updateDelta([]string{"bb", "ccc", "*"}, []string{"zz"})
+	if d.nameBytes != w("bb", "ccc") {
+		t.Fatalf("after subscribe bb, ccc, *: %d bytes, want %d", d.nameBytes, w("bb", "ccc"))
+	}
+	d.updateDelta(nil, []string{"bb", "ccc", "bb"})
+	if d.nameBytes != 0 || len(d.names) != 0 {
+		t.Fatalf("after unsubscribing everything: %d bytes, %d names", d.nameBytes, len(d.names))
+	}
+	s := newSotwSubscription([]string{"a", "bb"}, false)
+	if s.nameBytes != w("a", "bb") {
+		t.Fatalf("SotW: %d bytes, want %d", s.nameBytes, w("a", "bb"))
+	}
+	s.setSotw([]string{"ccc"})
+	if s.nameBytes != w("ccc") {
+		t.Fatalf("SotW after a new list: %d bytes, want %d", s.nameBytes, w("ccc"))
+	}
+}

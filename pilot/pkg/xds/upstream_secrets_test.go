@@ -79,10 +79,12 @@ func TestUpstreamSecretsAreServedByName(t *testing.T) {
 }
 
 // A DestinationRule credentialName is resolved in each proxy's namespace,
-// so it puts proxies of different namespaces (and plaintext ones) in
-// different gateway groups, while the ServiceAccounts of one namespace
-// share one; without such a rule they all share the Gateways' group.
-func TestDestinationRuleCredentialsSplitGroupsByNamespace(t *testing.T) {
+// and sent only to a ServiceAccount the namespace review allows, so it
+// puts proxies of different namespaces or ServiceAccounts (and plaintext
+// ones) in different gateway groups, while the proxies of one namespace
+// and ServiceAccount share one; without such a rule they all share the
+// Gateways' group.
+func TestDestinationRuleCredentialsSplitGroupsByIdentity(t *testing.T) {
 	dr := config.Config{
 		Meta: config.Meta{Kind: schema.DestinationRule, Namespace: "default", Name: "reviews", CreationTimestamp: created},
 		Spec: &networking.DestinationRule{Host: "reviews.default.svc.cluster.local", TrafficPolicy: &networking.TrafficPolicy{
@@ -96,6 +98,7 @@ func TestDestinationRuleCredentialsSplitGroupsByNamespace(t *testing.T) {
 		opts   []grpc.DialOption
 	}{
 		{id("sys-a", "istio-system"), "istio-system", []grpc.DialOption{withIdentity("istio-system", "a")}},
+		{id("sys-a2", "istio-system"), "istio-system", []grpc.DialOption{withIdentity("istio-system", "a")}},
 		{id("sys-b", "istio-system"), "istio-system", []grpc.DialOption{withIdentity("istio-system", "b")}},
 		{id("gw", "tenant"), "tenant", []grpc.DialOption{withIdentity("tenant", "a")}},
 		{id("plain", "istio-system"), "istio-system", nil},
@@ -116,11 +119,11 @@ func TestDestinationRuleCredentialsSplitGroupsByNamespace(t *testing.T) {
 		}
 		return out
 	}
-	if g := groups(base()); g[0] == "" || g[0] != g[1] || g[0] != g[2] || g[0] != g[3] {
+	if g := groups(base()); g[0] == "" || g[0] != g[1] || g[0] != g[2] || g[0] != g[3] || g[0] != g[4] {
 		t.Errorf("without credentials the proxies' groups are %q, want one", g)
 	}
 	g := groups(append(base(), dr))
-	if g[0] == "" || g[0] != g[1] || g[0] == g[2] || g[0] == g[3] || g[2] == g[3] {
-		t.Errorf("groups with a DestinationRule credential: %q; want istio-system's two ServiceAccounts together, tenant and plaintext apart", g)
+	if g[0] == "" || g[0] != g[1] || len(slices.Compact(slices.Sorted(slices.Values(g)))) != 4 {
+		t.Errorf("groups with a DestinationRule credential: %q; want the two proxies of istio-system/a together, istio-system/b, tenant and plaintext apart", g)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,6 +57,7 @@ func New(cfg *rest.Config) (*Clients, error) {
 		coord:  b.group("/apis", coordinationv1.SchemeGroupVersion, kubeRL),
 		authn:  b.group("/apis", authenticationv1.SchemeGroupVersion, kubeRL),
 		authz:  b.group("/apis", authorizationv1.SchemeGroupVersion, kubeRL),
+		rbac:   b.group("/apis", rbacv1.SchemeGroupVersion, kubeRL),
 		legacy: b.group("/apis", schema.GroupVersion{}, kubeRL),
 		istio:  b.group("/apis", istionetworkingv1.SchemeGroupVersion, istioRL),
 		gw:     b.group("/apis", gatewayv1.SchemeGroupVersion, gwRL),
@@ -104,7 +106,7 @@ func (b *builder) group(apiPath string, gv schema.GroupVersion, rl flowcontrol.R
 }
 
 type kube struct {
-	core, disc, net, apps, coord, authn, authz, istio, gw rest.Interface
+	core, disc, net, apps, coord, authn, authz, rbac, istio, gw rest.Interface
 	// legacy has no group version: discovery's absolute paths.
 	legacy rest.Interface
 }
@@ -130,6 +132,7 @@ func (k *kube) AppsV1() AppsV1                     { return appsV1{k} }
 func (k *kube) CoordinationV1() CoordinationV1     { return coordinationV1{k} }
 func (k *kube) AuthenticationV1() AuthenticationV1 { return authenticationV1{k} }
 func (k *kube) AuthorizationV1() AuthorizationV1   { return authorizationV1{k} }
+func (k *kube) RbacV1() RbacV1                     { return rbacV1{k} }
 
 func (k *kube) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
 	path := "/apis/" + groupVersion
@@ -220,6 +223,16 @@ type authorizationV1 struct{ k *kube }
 func (c authorizationV1) SubjectAccessReviews() Creator[*authorizationv1.SubjectAccessReview] {
 	return gentype.NewClient("subjectaccessreviews", c.k.authz, ParameterCodec, "", func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
 		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
+}
+
+type rbacV1 struct{ k *kube }
+
+func (c rbacV1) Roles(ns string) Resource[*rbacv1.Role, *rbacv1.RoleList] {
+	return client(c.k.rbac, "roles", ns, true, func() *rbacv1.Role { return &rbacv1.Role{} }, func() *rbacv1.RoleList { return &rbacv1.RoleList{} })
+}
+
+func (c rbacV1) RoleBindings(ns string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList] {
+	return client(c.k.rbac, "rolebindings", ns, true, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, func() *rbacv1.RoleBindingList { return &rbacv1.RoleBindingList{} })
 }
 
 type istio struct{ k *kube }

@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
@@ -87,6 +89,14 @@ func (f *KubeFactory) IngressClasses() Typed[networkinglisters.IngressClassListe
 
 func (f *KubeFactory) Deployments() Typed[appslisters.DeploymentLister] {
 	return typed(Informer(f.Factory, f.c.AppsV1().Deployments(f.Namespace), &appsv1.Deployment{}), appslisters.NewDeploymentLister)
+}
+
+func (f *KubeFactory) Roles() Typed[rbaclisters.RoleLister] {
+	return typed(Informer(f.Factory, f.c.RbacV1().Roles(f.Namespace), &rbacv1.Role{}), rbaclisters.NewRoleLister)
+}
+
+func (f *KubeFactory) RoleBindings() Typed[rbaclisters.RoleBindingLister] {
+	return typed(Informer(f.Factory, f.c.RbacV1().RoleBindings(f.Namespace), &rbacv1.RoleBinding{}), rbaclisters.NewRoleBindingLister)
 }
 
 // IstioFactory is a Factory of Istio's networking kinds.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -23,6 +24,7 @@ type Kube interface {
 	CoordinationV1() CoordinationV1
 	AuthenticationV1() AuthenticationV1
 	AuthorizationV1() AuthorizationV1
+	RbacV1() RbacV1
 	// ServerResourcesForGroupVersion lists the resources the API server
 	// serves for a group version ("group/version"), as client-go's
 	// discovery client does.
@@ -69,6 +71,13 @@ type AuthenticationV1 interface {
 // AuthorizationV1 is the authorization.k8s.io/v1 group.
 type AuthorizationV1 interface {
 	SubjectAccessReviews() Creator[*authorizationv1.SubjectAccessReview]
+}
+
+// RbacV1 is the rbac.authorization.k8s.io/v1 group: the Roles and
+// RoleBindings the gateway deployer makes for each Gateway's proxies.
+type RbacV1 interface {
+	Roles(namespace string) Resource[*rbacv1.Role, *rbacv1.RoleList]
+	RoleBindings(namespace string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList]
 }
 
 // Istio is Istio's networking.istio.io/v1 API, in the shape of Istio's

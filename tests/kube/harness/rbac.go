@@ -73,3 +73,28 @@ func (c *Cluster) AllowRestricted(t testing.TB, namespaces ...string) {
 		}
 	}
 }
+
+// AllowSecretReading gives ServiceAccount ns/sa what Istio's gateway chart
+// gives a gateway: get, list and watch on the Secrets of its own namespace
+// (manifests/examples/gateway-role.yaml). Wayfinder sends a proxy the
+// Secrets of its namespace only when its ServiceAccount may list them.
+func (c *Cluster) AllowSecretReading(t testing.TB, ns, sa string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "secret-reader-" + sa
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	if _, err := c.Clientset().RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating Role %s/%s: %v", ns, name, err)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}
+	if _, err := c.Clientset().RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating RoleBinding %s/%s: %v", ns, name, err)
+	}
+}

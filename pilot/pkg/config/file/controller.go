@@ -63,6 +63,9 @@ type Options struct {
 
 	// validate replaces validation.Validate in tests.
 	validate func(config.Config) error
+	// readFile replaces os.ReadFile in tests (root reads a file of mode
+	// 000, so a test running as root fails reads this way instead).
+	readFile func(string) ([]byte, error)
 	// disableWatch turns off fsnotify in tests of the rescan backstop.
 	disableWatch bool
 	// scanned, if set, is called after every scan (tests wait on it).
@@ -82,6 +85,7 @@ type Controller struct {
 	queue    *queue.Queue
 	ownQueue bool
 	validate func(config.Config) error
+	readFile func(string) ([]byte, error)
 
 	// scanMu serialises scans, so the events of one scan are all queued
 	// before those of the next.
@@ -139,6 +143,9 @@ type Controller struct {
 	// told, so a late handler is replayed precisely that, no more, no less.
 	handlers  map[schema.Kind][]model.EventHandler
 	delivered map[config.Key]config.Config
+	// deliveredPeak is the most delivered held since it was last
+	// rebuilt (shrinkDelivered).
+	deliveredPeak int
 	// gatewayHandlers run after a scan that changed gatewayAPI;
 	// batchHandlers after every scan that changed anything (OnBatch).
 	gatewayHandlers []func()
@@ -188,12 +195,16 @@ func New(opts Options) (*Controller, error) {
 	if opts.validate == nil {
 		opts.validate = validation.Validate
 	}
+	if opts.readFile == nil {
+		opts.readFile = os.ReadFile
+	}
 	c := &Controller{
 		opts:      opts,
 		log:       opts.Logger.With("dir", opts.Dir),
 		clock:     opts.Clock,
 		queue:     opts.Queue,
 		validate:  opts.validate,
+		readFile:  opts.readFile,
 		files:     map[string]*fileState{},
 		reported:  map[string]bool{},
 		index:     memory.New(nil),

@@ -2,6 +2,7 @@ package file
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -63,6 +64,7 @@ func (c *Controller) deliver(ch change) func() error {
 			delete(c.delivered, key)
 		} else {
 			c.delivered[key] = ch.cur
+			c.deliveredPeak = max(c.deliveredPeak, len(c.delivered))
 		}
 		if ch.silent {
 			return nil
@@ -71,6 +73,19 @@ func (c *Controller) deliver(ch change) func() error {
 			h(ch.old, ch.cur, ch.event)
 		}
 		return nil
+	}
+}
+
+// shrinkDelivered copies the delivered view into a map of its size once
+// it holds under a quarter of the most it held: a Go map keeps the buckets
+// of its largest size, and a folder of 100,000 objects removed would keep
+// tens of megabytes of them. Run as a queue task, as deliver is.
+func (c *Controller) shrinkDelivered() {
+	if c.deliveredPeak > 1024 && len(c.delivered) < c.deliveredPeak/4 {
+		// Not maps.Clone, which may copy the table at its old size.
+		m := make(map[config.Key]config.Config, len(c.delivered))
+		maps.Copy(m, c.delivered)
+		c.delivered, c.deliveredPeak = m, len(m)
 	}
 }
 
@@ -96,6 +111,7 @@ func (c *Controller) OnBatch(f func()) {
 // task telling the batch handlers, which so runs after whatever the
 // events' handlers queued.
 func (c *Controller) batchDone() error {
+	c.shrinkDelivered()
 	c.queue.Push(func() error {
 		for _, f := range c.batchHandlers {
 			f()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -41,6 +40,9 @@ type fileState struct {
 	fresh bool
 	// empty marks content with no documents at all.
 	empty bool
+	// good, when set, is the state this one holds on to: the file cannot
+	// be read now (unreadable.go), and serves good's objects meanwhile.
+	good *fileState
 }
 
 // rescan re-reads the directory, recomputes the store and queues an event
@@ -137,7 +139,15 @@ func (c *Controller) loadPaths(paths []string, named bool) {
 		}
 		wake = earliest(wake, at)
 	}
-	c.finish(files, c.walkProblems, wake, false)
+	// What the last walk said about a path read now (a named pipe since
+	// replaced, a dangling symlink since removed or mended) is the read's
+	// to say, but for a link that still leads nowhere, which a read
+	// cannot tell from a file removed.
+	walkProblems := slices.DeleteFunc(slices.Clone(c.walkProblems), func(e *config.Error) bool {
+		_, ok := slices.BinarySearch(read, e.Source)
+		return ok && !dangling(e.Source)
+	})
+	c.finish(files, walkProblems, wake, false)
 }
 
 // finish takes in a scan's file states: when any changed, it recomputes
@@ -263,19 +273,28 @@ func (c *Controller) load(p string, now time.Time, initial bool) (*fileState, ti
 	if statted && prev != nil && prev.pending == nil && prev.stat.unchanged(stamp) {
 		return prev, time.Time{}
 	}
-	data, err := os.ReadFile(p)
+	if statted && !stamp.info.Mode().IsRegular() {
+		if stamp.info.IsDir() {
+			// As the walk sees it: the file went, a folder came.
+			return c.gone(p, prev, now, initial)
+		}
+		// A FIFO would block the read, and with it every scan.
+		return c.unreadable(p, prev, notRegular(stamp.info.Mode())), time.Time{}
+	}
+	data, err := c.readFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c.gone(p, prev, now, initial)
 	}
 	if err != nil {
-		st := &fileState{errs: []*config.Error{{Source: p, Message: "cannot read file: " + err.Error()}}}
-		if prev != nil {
-			st.objects, st.seen, st.sum, st.gateway = prev.objects, prev.seen, prev.sum, prev.gateway
-		}
-		return st, time.Time{}
+		return c.unreadable(p, prev, "cannot read file: "+errText(err)), time.Time{}
 	}
 	sum := sha256.Sum256(data)
 	if prev != nil && prev.sum == sum {
+		if prev.good != nil {
+			// Readable again, as it was: what it served, with its
+			// problems, stands again.
+			prev = prev.good
+		}
 		prev.pending = nil
 		prev.stat = stamp
 		return prev, time.Time{}
@@ -319,7 +338,7 @@ func (c *Controller) gone(p string, prev *fileState, now time.Time, initial bool
 	if !settled {
 		return prev, since.Add(c.opts.Settle)
 	}
-	c.log.Info("config file removed; removing the objects it defined", "file", p, "objects", keyNames(prev.objects))
+	c.log.Warn("config file removed; removing the objects it defined", "file", p, "objects", keyNames(prev.objects))
 	return nil, time.Time{}
 }
 

@@ -23,8 +23,9 @@ type tree struct {
 	// dirs are the directories read, root first; a symlinked directory is
 	// listed under its link's path.
 	dirs []string
-	// unreadable are directories that could not be listed; their files
-	// keep what they held.
+	// unreadable are directories that could not be listed, and
+	// config-named entries that are not regular files; their files keep
+	// what they held.
 	unreadable []string
 	problems   []*config.Error
 	// links marks a tree with a symlink in it (to a file or a directory,
@@ -79,7 +80,12 @@ func (t *tree) visit(dir string, ancestors []os.FileInfo, paths []string) {
 				continue
 			}
 			if err != nil {
-				continue // dangling, as a ConfigMap update leaves for a moment
+				// Dangling, as a ConfigMap update leaves it for a moment:
+				// what the file held is gone, and said so.
+				if IsConfigFile(d.Name()) {
+					t.problems = append(t.problems, &config.Error{Source: p, Message: "cannot read file: its symlink leads nowhere (" + errText(err) + "); anything it held is removed"})
+				}
+				continue
 			}
 			mode = st.Mode().Type()
 			if st.IsDir() {
@@ -98,6 +104,12 @@ func (t *tree) visit(dir string, ancestors []os.FileInfo, paths []string) {
 			t.visit(p, ancestors, paths)
 		case mode.IsRegular() && IsConfigFile(d.Name()):
 			t.files = append(t.files, p)
+		case IsConfigFile(d.Name()):
+			// A FIFO, socket or device: not read (a FIFO would block
+			// the scan), and, like an unreadable folder, keeping what it
+			// held.
+			t.unreadable = append(t.unreadable, p)
+			t.problems = append(t.problems, &config.Error{Source: p, Message: notRegular(mode) + "; serving the objects it last held"})
 		}
 	}
 }
@@ -117,6 +129,25 @@ func IsConfigFile(name string) bool {
 		return true
 	}
 	return false
+}
+
+// dangling reports whether p is a symlink that leads nowhere.
+func dangling(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return false
+	}
+	_, err = os.Stat(p)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// errText is err without the path, which the problem names already.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // within reports whether p is dir or below it.

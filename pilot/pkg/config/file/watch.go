@@ -104,7 +104,10 @@ func (c *Controller) Run(ctx context.Context) {
 
 // forwardEvents turns watcher events into coalesced rescans. Any event
 // counts, even on ignored names: a ConfigMap volume update shows up only
-// as renames of hidden entries (which make the rescan walk the tree).
+// as renames of hidden entries (which make the rescan walk the tree). A
+// change of mode or owner counts too: it can make a file unreadable, which
+// must be reported now, not at the next periodic rescan (touching a file
+// costs a read and a hash; its stat stamp changed).
 func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coalesce *debounce.Debouncer[events]) {
 	for {
 		select {
@@ -114,7 +117,7 @@ func (c *Controller) forwardEvents(ctx context.Context, w *fsnotify.Watcher, coa
 			if !ok {
 				return
 			}
-			if ev.Op == fsnotify.Chmod || !c.relevant(ev.Name) {
+			if !c.relevant(ev.Name) {
 				continue
 			}
 			c.log.Debug("config file event", "event", ev.String())

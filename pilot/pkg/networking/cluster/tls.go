@@ -50,6 +50,14 @@ func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host str
 	default:
 		return pol.Error(pol.TLSField+".mode", "TLS mode %s is not supported yet; requests to %s are sent without TLS", tls.GetMode(), host), false
 	}
+	if name := tls.GetCredentialName(); name != "" {
+		if c, err := model.ParseCredentialName(name); err == nil && c.UpstreamNamespaceError() != "" {
+			// A cluster naming a Secret by a name another object may be
+			// served under would present that Secret (see
+			// model.Credential.UpstreamNamespaceError).
+			return pol.Error(pol.TLSField+".credentialName", "%s; the clusters of %s are not built", c.UpstreamNamespaceError(), host), true
+		}
+	}
 	common := &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{
 		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
 		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,

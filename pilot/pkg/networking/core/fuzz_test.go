@@ -22,7 +22,7 @@ import (
 var fuzzProxyNamespaces = []string{"istio-system", "apps"}
 
 // fuzzGrants are the Secrets of other namespaces the proxies may get.
-var fuzzGrants = grantList{"istio-system/gw-cert", "istio-system/gw-cert-cacert"}
+var fuzzGrants = grantList{granted: []string{"istio-system/gw-cert", "istio-system/gw-cert-cacert"}}
 
 // fuzzed is one input's translation inputs, after validation.
 type fuzzed struct {

@@ -115,7 +115,8 @@ func (k kubeObjects) Services() []*model.Service {
 	for _, key := range slices.Sorted(maps.Keys(k.services)) {
 		s := k.services[key]
 		svc := &model.Service{Hostname: s.Name + "." + s.Namespace + ".svc.cluster.local", Namespace: s.Namespace,
-			Source: config.Key{Namespace: s.Namespace, Name: s.Name}, CreationTimestamp: s.CreationTimestamp.Time}
+			Source: config.Key{Namespace: s.Namespace, Name: s.Name}, CreationTimestamp: s.CreationTimestamp.Time,
+			ExportTo: model.ParseExportToAnnotation(s.Annotations[model.ExportToAnnotation])}
 		for _, p := range s.Spec.Ports {
 			proto, _, _ := strings.Cut(strings.ToUpper(p.Name), "-")
 			if !model.IsHTTPProtocol(proto) {

@@ -26,8 +26,9 @@ func header(data []byte, key string) (string, bool) {
 // secretScope is whom the golden proxy's secrets are for: by default a
 // gateway authenticated as istio-system/istio-ingressgateway-service-account;
 // "# proxy-identity: NS/SA" says another, "none" a plaintext proxy.
-// "# granted-secrets: NS/NAME,..." lists the Secrets of other namespaces
-// its ServiceAccount may get (as a RoleBinding would grant).
+// "# granted-secrets: NS/NAME,..." lists the Secrets its ServiceAccount
+// may get (as a RoleBinding would grant); it may list the Secrets of its
+// own namespace (the gateway's Role) unless "# list-secrets: denied".
 func secretScope(t *testing.T, data []byte) model.SecretScope {
 	id := &model.Identity{Namespace: "istio-system", ServiceAccount: "istio-ingressgateway-service-account", Method: model.MethodToken}
 	if v, ok := header(data, "proxy-identity"); ok {
@@ -47,15 +48,28 @@ func secretScope(t *testing.T, data []byte) model.SecretScope {
 			granted = append(granted, strings.TrimSpace(g))
 		}
 	}
-	return model.SecretScope{Identity: id, Authorizer: grantList(granted)}
+	v, _ := header(data, "list-secrets")
+	return model.SecretScope{Identity: id, Authorizer: grantList{granted: granted, noList: v == "denied"}}
 }
 
-// grantList is a SecretAuthorizer allowing the listed "NS/NAME" Secrets.
-type grantList []string
+// grantList is a SecretAuthorizer allowing the listed "NS/NAME" Secrets,
+// and listing the Secrets of the proxy's own namespace (the gateway's
+// Role) unless noList ("# list-secrets: denied").
+type grantList struct {
+	granted []string
+	noList  bool
+}
 
 func (g grantList) CanGetSecret(id model.Identity, ref model.SecretRef) (bool, string) {
-	if slices.Contains(g, ref.String()) {
+	if slices.Contains(g.granted, ref.String()) {
 		return true, ""
 	}
 	return false, "no RBAC rule allows it (test)"
+}
+
+func (g grantList) CanListSecrets(id model.Identity, namespace string) (bool, string) {
+	if !g.noList && namespace == id.Namespace {
+		return true, ""
+	}
+	return false, "no RBAC rule allows list (test)"
 }

@@ -94,9 +94,15 @@ func translateWith(t *testing.T, file string, data []byte, caches Caches) transl
 	push := model.NewPushContext(memory.New(valid), kube.registries()...)
 	errs = append(errs, push.Errors...)
 	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data)}
+	if ns, ok := header(data, "proxy-namespace"); ok {
+		proxy.Namespace = ns
+	}
+	// The proxy's view: DestinationRules, services and VirtualServices as
+	// its namespace sees them (model.PushContext.ForProxy).
+	view := push.ForProxy(proxy)
 	tr := translation{
-		gateway:  BuildGatewayCached(push, push.GatewaysForProxy(proxy), kube, scope, caches),
-		services: BuildServices(push),
+		gateway:  BuildGatewayCached(view, push.GatewaysForProxy(proxy), kube, scope, caches),
+		services: BuildServices(view),
 	}
 	tr.errors = append(append(errs, tr.gateway.Errors...), tr.services.Errors...)
 	return tr

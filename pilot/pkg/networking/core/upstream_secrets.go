@@ -32,7 +32,8 @@ type upstreamCredential struct {
 // "kubernetes://NAME-cacert" (CA and CRL; SIMPLE and MUTUAL unless
 // insecureSkipVerify), or with "NAMESPACE/" when the credentialName names
 // one. They follow the rule of the Gateways' secrets: resolved in the
-// scope's namespace, and each Secret read checked with scope.Refusal. A
+// scope's namespace, and each Secret checked with scope.Refusal (for the
+// DestinationRule naming it) before it is read. A
 // Secret refused is returned as a refusal, one missing or unusable is
 // reported at the rule's field; either way the clusters naming it wait
 // for it and the rest of the group is served.
@@ -42,6 +43,10 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, scop
 	var refused []model.SecretRefusal
 	for _, name := range slices.Sorted(maps.Keys(creds)) {
 		c := creds[name]
+		// The first DestinationRule naming the resource is its owner; the
+		// rule for Istio config depends only on the proxy's namespace, so
+		// every rule naming the same resource is entitled alike.
+		scope := scope.For(model.SecretOwner{Key: c.rule.Key(), Source: c.rule.Source})
 		ref := c.cred.Resolve(scope.Namespace())
 		secret := ref.String()
 		if ref.Namespace == "" {
@@ -75,12 +80,15 @@ func BuildUpstreamSecrets(push *model.PushContext, store model.SecretStore, scop
 			continue
 		}
 		if c.cert {
-			sec, problem := listener.LoadKeyPair(c.cred.ResourceName, ref, store)
-			why := ""
-			if problem != "" {
-				problem = fmt.Sprintf("Secret %s %s", ref, problem)
-			} else {
-				why = scope.Refusal(ref)
+			// Refused before it is read: the refusal reads the same
+			// whether the Secret exists or not.
+			var sec *tlsv3.Secret
+			problem, why := "", scope.Refusal(ref)
+			if why == "" {
+				sec, problem = listener.LoadKeyPair(c.cred.ResourceName, ref, store)
+				if problem != "" {
+					problem = fmt.Sprintf("Secret %s %s", ref, problem)
+				}
 			}
 			add(c.cred.ResourceName, sec, problem, why)
 		}
@@ -116,6 +124,11 @@ func upstreamCredentials(push *model.PushContext) (map[string]*upstreamCredentia
 				cred, err := model.ParseCredentialName(name)
 				if err != nil {
 					errs = append(errs, &config.Error{Source: dr.Source, Key: dr.Key(), Field: f + ".credentialName", Message: err.Error()})
+					return
+				}
+				if cred.UpstreamNamespaceError() != "" {
+					// Reported by the cluster builder, which builds no
+					// cluster naming it: nothing to serve.
 					return
 				}
 				c := creds[cred.ResourceName]

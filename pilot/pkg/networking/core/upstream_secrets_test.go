@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -123,9 +124,14 @@ spec:
 	}
 }
 
-// A DestinationRule credential of another namespace reaches the proxies
-// only when the authorizer lets their ServiceAccount get the Secret; a
-// refusal is reported and does not stop the others.
+// A DestinationRule credential naming a namespace never reaches the
+// proxies, whatever RBAC lets their ServiceAccount get (istiod's rule:
+// Istio config names Secrets of the proxy's namespace only): the cluster
+// builder reports it and builds no cluster presenting it, so a tenant's
+// DestinationRule cannot borrow a Secret the gateway is served for
+// another object's sake under the same name (an Ingress's, a Gateway's
+// lent by a ReferenceGrant). The proxy's own namespace's Secret needs the
+// namespace review (list, or get on it).
 func TestBuildUpstreamSecretsCrossNamespace(t *testing.T) {
 	cert, key := selfSigned(t)
 	push := pushFrom(t, `
@@ -136,20 +142,65 @@ spec:
   host: partner.example.com
   trafficPolicy:
     tls: {mode: MUTUAL, credentialName: apps/client, insecureSkipVerify: true}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: lent, namespace: default}
+spec:
+  host: lent.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: "kubernetes-gateway://apps/client"}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: own, namespace: default}
+spec:
+  host: own.example.com
+  trafficPolicy:
+    tls: {mode: MUTUAL, credentialName: own-client, insecureSkipVerify: true}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: upstreams, namespace: default}
+spec:
+  hosts: [partner.example.com, lent.example.com, own.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}]
+  resolution: DNS
 `)
-	store := secretData{"apps/client": {"tls.crt": cert, "tls.key": key}}
+	store := secretData{"apps/client": {"tls.crt": cert, "tls.key": key, "ca.crt": cert}, "gw/own-client": {"tls.crt": cert, "tls.key": key}}
 	id := &model.Identity{Namespace: "gw", ServiceAccount: "ingress"}
-	for _, tc := range []struct {
-		allow bool
-		want  int
-	}{{false, 0}, {true, 1}} {
-		scope := model.SecretScope{Identity: id, Authorizer: authorizerFunc(func(model.Identity, model.SecretRef) (bool, string) { return tc.allow, "test" })}
+	for _, allow := range []bool{false, true} {
+		scope := model.SecretScope{Identity: id, Authorizer: authorizerFunc(func(model.Identity, model.SecretRef) (bool, string) { return allow, "test" })}
 		secrets, refused, _ := BuildUpstreamSecrets(push, store, scope)
-		if len(secrets) != tc.want || len(refused) != 1-tc.want {
-			t.Errorf("allowed %v: %d secrets, refused %+v", tc.allow, len(secrets), refused)
+		var names []string
+		for _, s := range secrets {
+			names = append(names, s.GetName())
 		}
-		if tc.want == 1 && secrets[0].GetName() != "kubernetes://apps/client" {
-			t.Errorf("secret named %s", secrets[0].GetName())
+		if want := map[bool]string{false: "[]", true: "[kubernetes://own-client]"}[allow]; fmt.Sprint(names) != want {
+			t.Errorf("RBAC allows %v: secrets %v, want %v", allow, names, want)
+		}
+		for _, r := range refused {
+			if r.Secret != "gw/own-client" || !strings.Contains(r.Reason, "may neither list the Secrets of namespace gw") {
+				t.Errorf("RBAC allows %v: refusal %+v", allow, r)
+			}
+		}
+		if len(refused) != map[bool]int{false: 1, true: 0}[allow] {
+			t.Errorf("RBAC allows %v: refusals %+v", allow, refused)
+		}
+	}
+	svc := BuildServices(push)
+	reported := 0
+	for _, e := range svc.Errors {
+		if (e.Key.Name == "partner" || e.Key.Name == "lent") && strings.Contains(e.Message, "names a namespace") {
+			reported++
+		}
+	}
+	if reported != 2 {
+		t.Errorf("the namespaced credentialNames are not both reported: %v", svc.Errors)
+	}
+	for _, c := range svc.Clusters {
+		if strings.Contains(c.GetName(), "partner.example.com") || strings.Contains(c.GetName(), "lent.example.com") {
+			t.Errorf("cluster %s built with a namespaced credentialName", c.GetName())
 		}
 	}
 }
@@ -158,4 +209,9 @@ type authorizerFunc func(model.Identity, model.SecretRef) (bool, string)
 
 func (f authorizerFunc) CanGetSecret(id model.Identity, ref model.SecretRef) (bool, string) {
 	return f(id, ref)
+}
+
+// CanListSecrets is answered as get on every Secret of the namespace.
+func (f authorizerFunc) CanListSecrets(id model.Identity, namespace string) (bool, string) {
+	return f(id, model.SecretRef{Namespace: namespace})
 }

@@ -24,8 +24,8 @@ import (
 // goes with it ("...-cacert": ca.crt of the same Secret, else of Secret
 // NAME-cacert in the same namespace, as istiod reads it). Every one is
 // resolved in the scope's namespace unless the credentialName names one,
-// and every Secret read is checked with scope.Refusal: one rule for every
-// kind of secret. A listener referencing a secret Envoy never receives
+// and every Secret is checked with scope.Refusal, for the Gateway naming
+// it, before it is read: one rule for every kind of secret. A listener referencing a secret Envoy never receives
 // stays warming, and one Envoy cannot load gets the whole listener
 // rejected, so those servers are left out (chain and routes) and
 // reported; refusals are also returned for the debug pages. A nil store
@@ -36,7 +36,7 @@ func BuildSecrets(mg *model.MergedGateway, store model.SecretStore, scope model.
 	out.HTTPSPorts = nil
 	out.TLSServers = make(map[uint32][]model.TLSServer, len(mg.TLSServers))
 	out.TLSPorts = nil
-	b := secretBuilder{store: store, scope: scope, secrets: map[string]*tlsv3.Secret{}, verdicts: map[string]verdict{}}
+	b := secretBuilder{store: store, scope: scope, secrets: map[string]*tlsv3.Secret{}, verdicts: map[verdictKey]verdict{}}
 	for _, port := range mg.HTTPSPorts {
 		for _, s := range mg.HTTPSServers[port] {
 			if b.usable(s.GatewayServer, s.Credential) {
@@ -64,22 +64,32 @@ func BuildSecrets(mg *model.MergedGateway, store model.SecretStore, scope model.
 	return ReferencedSecrets(&out, list), &out, b.refused, b.errs
 }
 
-// verdict is what became of one SDS resource for the scope: the Secret it
-// resolved to, and why it is refused or unusable ("" when neither).
+// verdict is what became of one SDS resource for the scope and the
+// Gateway naming it: the Secret it resolved to, and why it is refused or
+// unusable ("" when neither).
 type verdict struct {
 	ref              model.SecretRef
 	problem, refusal string
 }
 
-// secretBuilder resolves, authorizes and checks each SDS resource once,
-// however many servers use it: one SubjectAccessReview at most per Secret.
+// secretBuilder resolves, authorizes and checks each SDS resource once per
+// Gateway naming it, however many of its servers use it.
 type secretBuilder struct {
 	store    model.SecretStore
 	scope    model.SecretScope
 	secrets  map[string]*tlsv3.Secret
-	verdicts map[string]verdict
+	verdicts map[verdictKey]verdict
 	refused  []model.SecretRefusal
 	errs     []*config.Error
+}
+
+// verdictKey is one SDS resource as one Gateway names it: whether a
+// Gateway may have a Secret depends on the Gateway too (SecretScope.For),
+// so a resource one Gateway may use is not thereby usable by a server of
+// another, though both fetch it by the same name.
+type verdictKey struct {
+	resource string
+	gateway  config.Key
 }
 
 // usable loads what server s needs from its credential (the certificate,
@@ -89,23 +99,26 @@ func (b *secretBuilder) usable(s model.GatewayServer, c model.Credential) bool {
 	if c.IsZero() {
 		return true
 	}
-	if !b.check(s, c.ResourceName, b.verdict(c.ResourceName, c, b.loadCert), false) {
+	if !b.check(s, c.ResourceName, b.verdict(s, c.ResourceName, c, b.loadCert), false) {
 		return false
 	}
 	if !s.Mutual() {
 		return true
 	}
-	return b.check(s, c.CAResourceName(), b.verdict(c.CAResourceName(), c, b.loadCA), true)
+	return b.check(s, c.CAResourceName(), b.verdict(s, c.CAResourceName(), c, b.loadCA), true)
 }
 
-// verdict returns resource's verdict, computing it with load the first
-// time. Nothing is read for an unauthenticated scope. Each Secret read is
-// checked with the refusal of the credential's scope (SecretScope.For).
-func (b *secretBuilder) verdict(resource string, c model.Credential, load func(string, model.SecretRef, func(model.SecretRef) string) (*tlsv3.Secret, string, string, model.SecretRef)) verdict {
-	if v, ok := b.verdicts[resource]; ok {
+// verdict returns resource's verdict for server s's Gateway, computing it
+// with load the first time. Nothing is read for an unauthenticated scope,
+// nor for a Secret the scope's proxies or the Gateway are not entitled
+// to: the refusal is decided first, so it reads the same whether the
+// Secret exists or not.
+func (b *secretBuilder) verdict(s model.GatewayServer, resource string, c model.Credential, load func(string, model.SecretRef, func(model.SecretRef) string) (*tlsv3.Secret, string, string, model.SecretRef)) verdict {
+	vk := verdictKey{resource: resource, gateway: s.Gateway}
+	if v, ok := b.verdicts[vk]; ok {
 		return v
 	}
-	scope := b.scope.For(c)
+	scope := b.scope.For(model.SecretOwner{Key: s.Gateway, Source: s.Source})
 	v := verdict{ref: c.Resolve(scope.Namespace())}
 	if scope.Identity == nil {
 		v.refusal = scope.Refusal(v.ref)
@@ -122,19 +135,19 @@ func (b *secretBuilder) verdict(resource string, c model.Credential, load func(s
 			b.secrets[sec.Name] = sec
 		}
 	}
-	b.verdicts[resource] = v
+	b.verdicts[vk] = v
 	return v
 }
 
-// loadCert reads the certificate and key; a missing Secret needs no
-// SubjectAccessReview, so the refusal is asked only of one that exists.
+// loadCert checks that the scope may have the certificate and key, then
+// reads them.
 func (b *secretBuilder) loadCert(resource string, ref model.SecretRef, refusal func(model.SecretRef) string) (*tlsv3.Secret, string, string, model.SecretRef) {
+	if why := refusal(ref); why != "" {
+		return nil, "", why, ref
+	}
 	sec, problem := LoadKeyPair(resource, ref, b.store)
 	if problem != "" {
 		return nil, problem, "", model.SecretRef{}
-	}
-	if why := refusal(ref); why != "" {
-		return nil, "", why, ref
 	}
 	return sec, "", "", model.SecretRef{}
 }

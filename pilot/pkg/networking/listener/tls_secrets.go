@@ -19,6 +19,9 @@ import (
 // (refused, from the scope's Refusal).
 func CASecret(name string, ref model.SecretRef, store model.SecretStore, refusal func(model.SecretRef) string) (sec *tlsv3.Secret, problem, refused string, refusedRef model.SecretRef) {
 	if store == nil {
+		if why := refusal(ref); why != "" {
+			return nil, "", why, ref
+		}
 		return nil, fmt.Sprintf("neither Secret %s nor %s-cacert holds a CA (ca.crt or cacert)", ref, ref), "", model.SecretRef{}
 	}
 	ca, crl, from, why, ok := model.CAForCredential(store, ref, refusal)

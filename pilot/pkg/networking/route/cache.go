@@ -26,9 +26,9 @@ import (
 // translating are kept with the routes and reported again on reuse, so
 // output and errors are exactly those of a fresh translation.
 //
-// Entries not used by the last push that translated routes are dropped:
-// the cache holds about one push's worth of routes, which the route
-// configurations share anyway. A Cache is safe for concurrent use; the
+// Entries not used by the last push that translated routes are dropped
+// once that push is done (Release): the cache holds one push's worth of
+// routes, which the route configurations share anyway. A Cache is safe for concurrent use; the
 // zero value is not usable, use NewCache.
 type Cache struct {
 	mu sync.Mutex
@@ -63,6 +63,9 @@ type CacheStats struct {
 }
 
 type cacheKey struct {
+	// view is the proxy view translated for (model.PushContext.View):
+	// views of one push read different DestinationRules and services.
+	view    string
 	vs      config.Key
 	source  string
 	gateway string
@@ -145,9 +148,9 @@ func (c *Cache) routes(ctx routeContext, gatewayKey string, r *reporter) []built
 	if c == nil {
 		return buildVirtualServiceRoutes(ctx, gatewayKey, r)
 	}
-	key := cacheKey{vs: ctx.vs.Key(), source: ctx.vs.Source, gateway: gatewayKey, port: ctx.port, tls: ctx.tls}
+	key := cacheKey{view: ctx.push.View(), vs: ctx.vs.Key(), source: ctx.vs.Source, gateway: gatewayKey, port: ctx.port, tls: ctx.tls}
 	c.mu.Lock()
-	c.turn(ctx.push)
+	c.turn(ctx.push.Base())
 	spec := c.specHash(ctx.vs.Spec)
 	e := c.cur[key]
 	if e == nil {
@@ -186,10 +189,31 @@ func (c *Cache) routes(ctx routeContext, gatewayKey string, r *reporter) []built
 			e.deps = append(e.deps, hostDep{host: h, fingerprint: c.fingerprint(ctx.push, h)})
 		}
 	}
-	if c.push == ctx.push {
+	if c.push == ctx.push.Base() {
 		c.cur[key] = e
 	}
 	return routes
+}
+
+// Release lets go of what only pushes before push used: the previous
+// generation's entries, spec hashes and virtual hosts, which lookups of
+// push have moved what they reuse out of. Call it once push has been
+// translated for every connected gateway (a gateway translated later in
+// the same push translates what it cannot find). Without it the routes
+// of a VirtualService just removed, and its spec through the hash map's
+// key, stayed until the push after next: 250 MB for one of 100,000
+// routes. A push that translated nothing empties the cache.
+func (c *Cache) Release(push *model.PushContext) {
+	if c == nil || push == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.turn(push)
+	// Dropped, not cleared for reuse: a map keeps the buckets of the most
+	// it ever held, and one generation of a large config would then be
+	// kept for good.
+	c.prev, c.prevSpecs, c.prevVhosts = nil, nil, nil
 }
 
 // turn starts a new generation when push is not the current one. The
@@ -210,7 +234,9 @@ func (c *Cache) turn(push *model.PushContext) {
 	// The maps of the generation before last hold nothing needed any more:
 	// cleared, they are the new generation's, so a push does not allocate
 	// (and drop) maps of every VirtualService and host (1.7 MB a push at
-	// 5,000 VirtualServices).
+	// 5,000 VirtualServices). Where each push is released (Release, as the
+	// server does) they are gone already and made anew: a map kept for
+	// reuse would keep the buckets of the largest config it ever held.
 	c.prev, c.cur = c.cur, reuse(c.prev, len(c.cur))
 	c.prevSpecs, c.specs = c.specs, reuse(c.prevSpecs, len(c.specs))
 	c.prevVhosts, c.vhosts = c.vhosts, reuse(c.prevVhosts, len(c.vhosts))
@@ -264,14 +290,20 @@ func (c *Cache) depsUnchanged(push *model.PushContext, deps []hostDep) bool {
 // fingerprint sums what route translation reads about a destination host:
 // the service's ports and the DestinationRule for it. The caller holds mu.
 func (c *Cache) fingerprint(push *model.PushContext, host string) string {
-	if push != c.push {
+	if push.Base() != c.push {
 		return c.fingerprintOf(push, host)
 	}
-	if f, ok := c.hosts[host]; ok {
+	key := host
+	if v := push.View(); v != "" {
+		// A view's fingerprints are its own (another DestinationRule,
+		// a service not exported to it).
+		key = v + "\x00" + host
+	}
+	if f, ok := c.hosts[key]; ok {
 		return f
 	}
 	f := c.fingerprintOf(push, host)
-	c.hosts[host] = f
+	c.hosts[key] = f
 	return f
 }
 

@@ -9,6 +9,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -244,4 +245,50 @@ func TestCacheKeepsHostFingerprintsWhileServicesStay(t *testing.T) {
 	if !hasError(errs, false, "spec.http[0].route[1].destination.subset", `subset "v2" is not defined`) {
 		t.Errorf("subset removed from the DestinationRule: errors = %s", errString(errs))
 	}
+}
+
+// Once a push has been translated and released, nothing of a
+// VirtualService it no longer has is kept: not its routes, not its spec
+// (a key of the spec hashes), not its virtual host. Without Release they
+// stayed until the push after next.
+func TestCacheReleaseDropsRemovedVirtualServices(t *testing.T) {
+	c := NewCache()
+	a := vs("a", "[a.com]", strings.NewReplacer("%s", "50").Replace(weighted))
+	b := vs("b", "[b.com]", "\n  - route: [{destination: {host: ratings.default.svc.cluster.local}}]\n")
+	parse := func(docs ...string) []config.Config {
+		cfgs, perrs := manifest.Parse("test.yaml", []byte(strings.Join(docs, "\n---\n")), manifest.Options{})
+		if len(perrs) > 0 {
+			t.Fatalf("parse: %v", perrs)
+		}
+		return cfgs
+	}
+	first := parse(fixtures, gatewayYAML, a, b)
+	released := make(chan struct{})
+	for _, cfg := range first {
+		if cfg.Name == "b" {
+			runtime.AddCleanup(cfg.Spec.(*networking.VirtualService), func(ch chan struct{}) { close(ch) }, released)
+		}
+	}
+	push := model.NewPushContext(memory.New(first))
+	cachedPush(t, c, push)
+	c.Release(push)
+	first, push = nil, nil
+	// b is removed; a is reused.
+	second := model.NewPushContext(memory.New(parse(fixtures, gatewayYAML, a)))
+	cachedPush(t, c, second)
+	c.Release(second)
+	if st := c.Stats(); st.Reused != 1 {
+		t.Fatalf("%+v: want a reused", st)
+	}
+	for range 20 {
+		runtime.GC()
+		select {
+		case <-released:
+			runtime.KeepAlive(c)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Error("the removed VirtualService's spec is still reachable after the push without it was released")
+	runtime.KeepAlive(c)
 }

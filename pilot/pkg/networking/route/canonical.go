@@ -1,6 +1,7 @@
 package route
 
 import (
+	"maps"
 	"runtime"
 	"sync"
 	"weak"
@@ -24,6 +25,11 @@ type canon[S any, P interface {
 }] struct {
 	mu sync.Mutex
 	m  map[string]weak.Pointer[S]
+	// peak is the most entries m held since it was made: a Go map keeps
+	// the buckets of its largest size, so once most parts are gone (a
+	// VirtualService of 100,000 routes removed: 3.6 MB of buckets) the
+	// entries left are copied into a map of their size.
+	peak int
 }
 
 // get returns the part equal to m that routes already share, or m, which
@@ -48,6 +54,7 @@ func (c *canon[S, P]) get(m P) P {
 		c.m = map[string]weak.Pointer[S]{}
 	}
 	c.m[key] = weak.Make((*S)(m))
+	c.peak = max(c.peak, len(c.m))
 	runtime.AddCleanup((*S)(m), c.forget, key)
 	return m
 }
@@ -59,6 +66,11 @@ func (c *canon[S, P]) forget(key string) {
 	defer c.mu.Unlock()
 	if w, ok := c.m[key]; ok && w.Value() == nil {
 		delete(c.m, key)
+	}
+	if c.peak > 1024 && len(c.m) < c.peak/4 {
+		m := make(map[string]weak.Pointer[S], len(c.m))
+		maps.Copy(m, c.m)
+		c.m, c.peak = m, len(m)
 	}
 }
 

@@ -1,7 +1,9 @@
 package route
 
 import (
+	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,4 +77,30 @@ func TestCanonForgetsPartsNoRouteHolds(t *testing.T) {
 	if !proto.Equal(kept, &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/kept"}}) {
 		t.Errorf("kept match changed: %v", kept)
 	}
+}
+
+// Once most parts are gone, the table is copied into a map of the size it
+// has: a Go map keeps the buckets of the most it ever held.
+func TestCanonShrinksAfterMostPartsGo(t *testing.T) {
+	var c canon[routev3.RouteMatch, *routev3.RouteMatch]
+	held := make([]*routev3.RouteMatch, 5000)
+	for i := range held {
+		held[i] = c.get(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: fmt.Sprintf("/p-%d", i)}})
+	}
+	kept := slices.Clone(held[:10])
+	held = nil
+	peak := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.peak
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.size() != 10 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, p := c.size(), peak(); n != 10 || p > 1024 {
+		t.Fatalf("%d entries, peak %d after all but 10 of 5,000 parts went; want 10, in a map made anew (peak at most 1,024)", n, p)
+	}
+	runtime.KeepAlive(kept)
 }

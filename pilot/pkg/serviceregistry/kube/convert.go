@@ -87,6 +87,8 @@ func buildService(svc *corev1.Service, slices_ []*discoveryv1.EndpointSlice, dom
 		Resolution:        model.ClientSideLB,
 		Source:            ServiceKey(svc.Namespace, host),
 		CreationTimestamp: svc.CreationTimestamp.Time,
+		// Istio's annotation, as istiod reads it (model.Scoping).
+		ExportTo: model.ParseExportToAnnotation(svc.Annotations[model.ExportToAnnotation]),
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
@@ -163,7 +165,7 @@ func ready(c discoveryv1.EndpointConditions) bool {
 func sameShape(a, b *model.Service) bool {
 	return a.Hostname == b.Hostname && a.Namespace == b.Namespace && a.Resolution == b.Resolution &&
 		a.MeshExternal == b.MeshExternal && a.Source == b.Source && a.CreationTimestamp.Equal(b.CreationTimestamp) &&
-		slices.Equal(a.Ports, b.Ports)
+		slices.Equal(a.Ports, b.Ports) && slices.Equal(a.ExportTo, b.ExportTo)
 }
 
 // sameEndpoints compares endpoint lists, both sorted by address.

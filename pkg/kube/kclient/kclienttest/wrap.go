@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -46,6 +47,7 @@ func (k kube) AppsV1() kclient.AppsV1                     { return appsV1{k.cs} 
 func (k kube) CoordinationV1() kclient.CoordinationV1     { return coordinationV1{k.cs} }
 func (k kube) AuthenticationV1() kclient.AuthenticationV1 { return authenticationV1{k.cs} }
 func (k kube) AuthorizationV1() kclient.AuthorizationV1   { return authorizationV1{k.cs} }
+func (k kube) RbacV1() kclient.RbacV1                     { return rbacV1{k.cs} }
 
 func (k kube) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
 	return k.cs.Discovery().ServerResourcesForGroupVersion(gv)
@@ -119,6 +121,16 @@ type authorizationV1 struct{ cs kubernetes.Interface }
 
 func (c authorizationV1) SubjectAccessReviews() kclient.Creator[*authorizationv1.SubjectAccessReview] {
 	return c.cs.AuthorizationV1().SubjectAccessReviews()
+}
+
+type rbacV1 struct{ cs kubernetes.Interface }
+
+func (c rbacV1) Roles(ns string) kclient.Resource[*rbacv1.Role, *rbacv1.RoleList] {
+	return c.cs.RbacV1().Roles(ns)
+}
+
+func (c rbacV1) RoleBindings(ns string) kclient.Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList] {
+	return c.cs.RbacV1().RoleBindings(ns)
 }
 
 type istio struct{ cs istioclient.Interface }

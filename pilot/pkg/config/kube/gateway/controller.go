@@ -368,6 +368,20 @@ func (c *Controller) input() (Input, error) {
 		}
 		return ns.Labels
 	}
+	in.NamespaceNames = func() []string {
+		if l.namespaces == nil {
+			return nil
+		}
+		all, err := l.namespaces.List(labels.Everything())
+		if err != nil {
+			return nil
+		}
+		names := make([]string, len(all))
+		for i, ns := range all {
+			names[i] = ns.Name
+		}
+		return names
+	}
 	return in, nil
 }
 
@@ -406,15 +420,24 @@ func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	return cfgs, errs, nil
 }
 
-// GatewayMayUse answers from the last conversion whether the Gateways of
-// gatewayNamespace may use Secret ref of another namespace (see
-// SecretGrants). It is set together with the generated config, before the
-// handlers hear of it: a grant removed is refused from then on, and the
-// listener naming the Secret leaves with the same conversion.
-func (c *Controller) GatewayMayUse(gatewayNamespace string, ref model.SecretRef) bool {
+// GatewayMayUse answers from the last conversion whether generated Istio
+// Gateway key may use Secret ref of another namespace (see SecretGrants).
+// It is set together with the generated config, before the handlers hear
+// of it: a grant removed is refused from then on, and the listener naming
+// the Secret leaves with the same conversion.
+func (c *Controller) GatewayMayUse(key config.Key, ref model.SecretRef) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.secretGrants.GatewayMayUse(gatewayNamespace, ref)
+	return c.secretGrants.GatewayMayUse(key, ref)
+}
+
+// GeneratedGateway answers from the last conversion whether key and
+// source are a generated Istio Gateway's, and which ServiceAccount its
+// proxies run as (SecretGrants).
+func (c *Controller) GeneratedGateway(key config.Key, source string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.secretGrants.GeneratedGateway(key, source)
 }
 
 // Run discovers the served kinds, starts their informers, queues the first

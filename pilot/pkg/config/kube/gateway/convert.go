@@ -22,7 +22,7 @@ const ControllerName = "wayfinder.io/gateway-controller"
 
 // GatewayNameLabel is the label by which a Gateway selects its proxies
 // (Istio's convention): its value is the Gateway's name.
-const GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+const GatewayNameLabel = model.GatewayAPIProxyLabel
 
 // NameSuffix ends the name of every generated config.
 const NameSuffix = "gwapi"
@@ -42,6 +42,10 @@ type Input struct {
 	// Namespaces gives the labels of a namespace, for allowedRoutes
 	// selectors; nil, or a nil result, means no labels.
 	Namespaces func(name string) map[string]string
+	// NamespaceNames lists the namespaces that exist, so that an
+	// allowedRoutes Selector can be resolved into the namespaces a
+	// generated Gateway's hosts name; nil lists none.
+	NamespaceNames func() []string
 	// Services looks up a Service; nil means there is none.
 	Services func(namespace, name string) *corev1.Service
 	// ServiceEntries are the Istio ServiceEntries (Spec
@@ -57,6 +61,10 @@ type Options struct {
 	ControllerName string
 	// DomainSuffix completes Service hostnames; default cluster.local.
 	DomainSuffix string
+	// DeploysProxies says that Wayfinder deploys the proxies of handled
+	// Gateways (the deployer is on): a Gateway's Secrets then go to the
+	// proxies running as the ServiceAccount it made (SecretGrants).
+	DeploysProxies bool
 }
 
 func (o Options) withDefaults() Options {
@@ -100,6 +108,8 @@ type converter struct {
 	// quiet silences errorf and warnf while a route no listener accepted
 	// has its backends resolved for its status alone.
 	quiet bool
+	// nsLabels caches namespaceLabels (isolation.go).
+	nsLabels map[string]labels.Set
 }
 
 func (c *converter) errorf(source, field, format string, args ...any) {
@@ -205,7 +215,7 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 		name := IstioGatewayName(g.Name, l.Name)
 		cfg := config.Config{
 			Meta: config.Meta{Kind: schema.Gateway, Namespace: g.Namespace, Name: name,
-				Annotations:       map[string]string{model.NamespaceOnlyAnnotation: "true"},
+				Annotations:       map[string]string{model.NamespaceOnlyAnnotation: "true", model.GatewayAPIListenerAnnotation: string(l.Name)},
 				CreationTimestamp: g.CreationTimestamp.Time, Source: src},
 			Spec: &networking.Gateway{
 				Selector: map[string]string{GatewayNameLabel: g.Name},
@@ -232,9 +242,12 @@ func (c *converter) server(g *gw.Gateway, l gw.Listener, field string) *networki
 	if l.Hostname != nil && *l.Hostname != "" {
 		host = strings.ToLower(string(*l.Hostname))
 	}
+	if l.Protocol == gw.TCPProtocolType {
+		host = "*"
+	}
 	s := &networking.Server{
 		Port:  &networking.Port{Number: uint32(l.Port), Name: fmt.Sprintf("%s-%d-%s-%s", strings.ToLower(string(l.Protocol)), l.Port, g.Name, l.Name)},
-		Hosts: []string{host},
+		Hosts: c.serverHosts(g, l, host),
 	}
 	switch l.Protocol {
 	case gw.HTTPProtocolType:
@@ -259,7 +272,6 @@ func (c *converter) server(g *gw.Gateway, l gw.Listener, field string) *networki
 		s.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: cred}
 	case gw.TCPProtocolType:
 		s.Port.Protocol = "TCP"
-		s.Hosts = []string{"*"}
 	default:
 		c.errorf(src, field+".protocol", "protocol %q is not served (HTTP, HTTPS, TLS and TCP are); listener skipped", l.Protocol)
 		c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedProtocol, "protocol %q is not served (HTTP, HTTPS, TLS and TCP are)", l.Protocol)
@@ -298,6 +310,7 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 	}
 	ns := deref(ref.Namespace, gw.Namespace(g.Namespace))
 	if string(ns) == g.Namespace {
+		c.st.secrets.bind(g, l.Name, model.SecretRef{Namespace: g.Namespace, Name: string(ref.Name)}, c.opts.DeploysProxies)
 		return string(ref.Name), true
 	}
 	if !c.grants.allowed("Gateway", g.Namespace, "", "Secret", string(ns), string(ref.Name)) {
@@ -305,38 +318,8 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 		c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
 		return "", false
 	}
-	c.st.secrets.add(g.Namespace, model.SecretRef{Namespace: string(ns), Name: string(ref.Name)})
+	c.st.secrets.bind(g, l.Name, model.SecretRef{Namespace: string(ns), Name: string(ref.Name)}, c.opts.DeploysProxies)
 	return model.KubernetesGatewaySecretPrefix + string(ns) + "/" + string(ref.Name), true
-}
-
-// namespaceAllowed reports whether a route in namespace ns may attach to l.
-func (c *converter) namespaceAllowed(l *listener, ns string) (bool, error) {
-	from := gw.NamespacesFromSame
-	var sel *metav1.LabelSelector
-	if ar := l.spec.AllowedRoutes; ar != nil && ar.Namespaces != nil {
-		from = deref(ar.Namespaces.From, gw.NamespacesFromSame)
-		sel = ar.Namespaces.Selector
-	}
-	switch from {
-	case gw.NamespacesFromAll:
-		return true, nil
-	case gw.NamespacesFromSame:
-		return ns == l.gateway.Namespace, nil
-	case gw.NamespacesFromSelector:
-		if sel == nil {
-			return false, fmt.Errorf("allowedRoutes.namespaces.from is Selector but there is no selector")
-		}
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return false, err
-		}
-		var nsLabels map[string]string
-		if c.in.Namespaces != nil {
-			nsLabels = c.in.Namespaces(ns)
-		}
-		return s.Matches(labels.Set(nsLabels)), nil
-	}
-	return false, nil
 }
 
 // kindAllowed reports whether a route kind may attach to l: a kind its

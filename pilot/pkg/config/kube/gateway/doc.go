@@ -34,6 +34,17 @@
 //     HTTPS; TCP), its hostname or "*". One Istio Gateway per
 //     listener lets a route attach to a single listener (sectionName) and be
 //     bound only there.
+//   - The server's hosts are "NAMESPACE/host" for each namespace the
+//     listener's allowedRoutes admit ("*/host" for All; a Selector resolved
+//     against the Namespaces, which are watched), as istiod 1.29's
+//     buildHostnameMatch writes them, plus the Gateway's own namespace,
+//     where the generated VirtualServices live (isolation.go). A bare host
+//     would let a VirtualService of any namespace naming the generated
+//     Gateway bind to the listener. The Gateway carries
+//     model.GatewayAPIListenerAnnotation, by which the push context
+//     refuses and reports such VirtualServices, and Istio Gateways of other
+//     namespaces selecting the Gateway's proxies
+//     (model/gateway_isolation.go).
 //   - Its selector is gateway.networking.k8s.io/gateway-name: GATEWAY, and it
 //     carries model.NamespaceOnlyAnnotation, so it is served only to proxies
 //     of the Gateway's own namespace: a Gateway of namespace A never reaches
@@ -101,14 +112,17 @@
 // A listener's certificateRef to a Secret of another namespace is served
 // only with a ReferenceGrant there from Gateways of the Gateway's
 // namespace. The server then names it "kubernetes-gateway://NS/NAME", as
-// istiod does, and the conversion records the (Gateway namespace, Secret)
-// pair in SecretGrants (secretgrants.go). The xDS server hands those to
-// model.SecretScope.Grants: a kubernetes-gateway:// Secret of another
-// namespace is sent to the verified proxies of a namespace only if the
-// pair is there, never on a SubjectAccessReview, while the Istio forms
-// keep the SubjectAccessReview rule alone. The Controller replaces the
-// pairs with each conversion, so a deleted grant refuses the Secret from
-// the conversion that also takes the listener away.
+// istiod does. For every listener with a certificate the conversion
+// records in SecretGrants (secretgrants.go) the generated Istio Gateway,
+// the ServiceAccount its proxies run as when Wayfinder deploys them
+// (Options.DeploysProxies), and the Secret of another namespace lent to
+// it. The xDS server hands those to model.SecretScope.Grants: the
+// listener's Secrets go to its own Gateway's proxies only, and a
+// kubernetes-gateway:// Secret of another namespace only while its
+// listener is lent it, never on a SubjectAccessReview; Istio config never
+// names another namespace's Secret. The Controller replaces the records
+// with each conversion, so a deleted grant refuses the Secret from the
+// conversion that also takes the listener away.
 //
 // # Refusals
 //
@@ -173,5 +187,6 @@
 // Invalid backends among valid ones of TLSRoutes and TCPRoutes (their
 // weight goes to the others: a connection cannot be answered with a 500).
 // File mode has no Namespace objects: an allowedRoutes Selector sees no
-// labels there.
+// labels there but the implied kubernetes.io/metadata.name, and its hosts
+// name the Gateway's namespace only.
 package gateway

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -34,6 +35,8 @@ type input struct {
 	services   map[string]*corev1.Service
 	namespaces map[string]map[string]string
 	secrets    map[string]map[string][]byte
+	// istio are Istio Gateways and VirtualServices of the input.
+	istio []config.Config
 }
 
 var documentSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -87,6 +90,15 @@ func decode(t *testing.T, data []byte) input {
 			}
 			in.kube.ServiceEntries = append(in.kube.ServiceEntries, ses...)
 			continue
+		case "networking.istio.io/v1 Gateway", "networking.istio.io/v1 VirtualService":
+			// Istio objects beside the generated ones, as the Istio
+			// store holds them: served with them, not converted.
+			cfgs, errs := manifest.Parse(fmt.Sprintf("document %d", i+1), []byte(doc), manifest.Options{})
+			if len(errs) > 0 || len(cfgs) != 1 {
+				t.Fatalf("document %d: %v", i+1, errs)
+			}
+			in.istio = append(in.istio, cfgs...)
+			continue
 		default:
 			t.Fatalf("document %d: %s %s is not a golden input kind", i+1, head.APIVersion, head.Kind)
 		}
@@ -111,6 +123,7 @@ func decode(t *testing.T, data []byte) input {
 	}
 	in.kube.Services = func(ns, name string) *corev1.Service { return in.services[ns+"/"+name] }
 	in.kube.Namespaces = func(name string) map[string]string { return in.namespaces[name] }
+	in.kube.NamespaceNames = func() []string { return slices.Sorted(maps.Keys(in.namespaces)) }
 	return in
 }
 
@@ -158,7 +171,7 @@ func produce(t *testing.T, file string, data []byte) []byte {
 			t.Errorf("generated %s fails validation: %v", c.Key(), err)
 		}
 	}
-	push := model.NewPushContext(memory.New(append(slices.Clone(cfgs), in.kube.ServiceEntries...)), in)
+	push := model.NewPushContext(memory.New(slices.Concat(cfgs, in.kube.ServiceEntries, in.istio)), in)
 	secrets := model.SecretStoreFunc(func(ns, name string) ([]byte, []byte, bool) {
 		return model.TLSKeyPair(in.secrets[ns+"/"+name])
 	})

@@ -1,11 +1,29 @@
 // Package gatewaydeploy deploys the proxies of Gateway API Gateways, as
 // istiod and Envoy Gateway do: for each Gateway of a class handled by
 // Wayfinder (gateway.ControllerName) it server-side applies, with field
-// manager FieldManager and force, a ServiceAccount, a ConfigMap, a
-// Deployment and a Service, all named GATEWAY-CLASS
+// manager FieldManager and force, a ServiceAccount, a Role and
+// RoleBinding letting it read the Secrets of its namespace, a ConfigMap,
+// a Deployment and a Service, all named GATEWAY-CLASS
 // (gateway.DeploymentName) in the Gateway's namespace, labelled
 // ManagedLabel and controlled by the Gateway through an ownerReference,
 // so deleting the Gateway deletes them (the garbage collector).
+//
+// # What it does not own
+//
+// It writes and deletes only what it made: labelled ManagedLabel and
+// controlled by the Gateway (ownership.go). Before writing an object it
+// reads what exists under its name, from its informer caches (which see
+// only labelled objects) or else live from the API server; an object
+// that exists and is not the Gateway's (the user's Service of that name,
+// or the objects of another Gateway whose GATEWAY-CLASS is the same)
+// holds the whole Gateway back: nothing of it is written, and its
+// Programmed condition says which object is in the way (Held, read by
+// the Gateway API status writer). istiod refuses such objects too
+// (canManage in its deployment controller) but says so only in its
+// debug log. A write to an existing object carries the resourceVersion
+// read, so an object whose label or owner was removed since is not
+// written; an object in the way is read again every Recheck, as no
+// informer sees it go.
 //
 //   - The Deployment runs Envoy (Options.Image, DefaultImage) with the
 //     ConfigMap's bootstrap (rendered here, validated as a v3 Bootstrap):

@@ -16,6 +16,11 @@ const DefaultImage = "envoyproxy/envoy:v1.40.0"
 // deployer applies.
 const FieldManager = "wayfinder-gateway-deployer"
 
+// SecretVerbs are what each Gateway's Role grants its ServiceAccount on
+// the Secrets of its namespace. pilot-discovery must hold them itself to
+// grant them (the API server's RBAC escalation check).
+var SecretVerbs = []string{"get", "list", "watch"}
+
 // ManagedLabel marks every object the deployer applies; its informers
 // watch only objects carrying it.
 const (

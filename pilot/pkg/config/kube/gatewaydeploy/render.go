@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,15 +24,24 @@ import (
 // gateway.DeploymentName in the Gateway's namespace and owned by it.
 type Objects struct {
 	ServiceAccount *corev1.ServiceAccount
-	ConfigMap      *corev1.ConfigMap
-	Deployment     *appsv1.Deployment
-	Service        *corev1.Service
+	// Role and RoleBinding let the ServiceAccount get, list and watch the
+	// Secrets of the Gateway's namespace: what Wayfinder's
+	// SubjectAccessReview asks before it sends the proxies a Secret of
+	// their namespace, as istiod does. The pods hold no token the API
+	// server accepts (theirs is for Wayfinder's audience only), so the
+	// grant reaches the API server through Wayfinder alone.
+	Role        *rbacv1.Role
+	RoleBinding *rbacv1.RoleBinding
+	ConfigMap   *corev1.ConfigMap
+	Deployment  *appsv1.Deployment
+	Service     *corev1.Service
 }
 
 // List is the objects in the order they are applied: what the Deployment
-// mounts and runs as first.
+// mounts and runs as first, the Role before the RoleBinding naming it
+// (the API server checks a binding against its Role's rules).
 func (o Objects) List() []runtime.Object {
-	return []runtime.Object{o.ServiceAccount, o.ConfigMap, o.Deployment, o.Service}
+	return []runtime.Object{o.ServiceAccount, o.Role, o.RoleBinding, o.ConfigMap, o.Deployment, o.Service}
 }
 
 // Render renders the objects of a Gateway. It is pure: the same Gateway
@@ -125,7 +135,12 @@ func Render(g *gw.Gateway, opts Options) (Objects, error) {
 			Ports:    svcPorts,
 		}}
 	sa := &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta()}
-	return Objects{ServiceAccount: sa, ConfigMap: cm, Deployment: dep, Service: svc}, nil
+	role := &rbacv1.Role{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: meta(),
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: SecretVerbs}}}
+	binding := &rbacv1.RoleBinding{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: meta(),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: g.Namespace}}}
+	return Objects{ServiceAccount: sa, Role: role, RoleBinding: binding, ConfigMap: cm, Deployment: dep, Service: svc}, nil
 }
 
 // podSpec runs Envoy unprivileged with the bootstrap, the root

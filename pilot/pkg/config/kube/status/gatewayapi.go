@@ -39,6 +39,12 @@ type GatewayAPIOptions struct {
 	Status  func() gateway.Status
 	Convert gateway.Options
 	Clock   clock.PassiveClock
+	// Held, when set, says why the proxies of a Gateway are not deployed
+	// (gatewaydeploy.Deployer's Held: an object of their name that
+	// Wayfinder does not manage); the Gateway is then Programmed False
+	// with that reason and message, and reports no address (the Service
+	// of that name is not its).
+	Held func(namespace, name string) (reason, message string, ok bool)
 }
 
 // GatewayAPIStatus writes the status Wayfinder computes
@@ -139,6 +145,11 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 			want = gw.GatewayStatus{Conditions: pendingConditions(o.Generation,
 				gw.GatewayClassConditionStatusAccepted, gw.GatewayClassConditionType(gw.GatewayConditionProgrammed))}
 		}
+		if ok && g.opts.Held != nil {
+			if reason, msg, held := g.opts.Held(o.Namespace, o.Name); held {
+				want = heldStatus(want, reason, string(ctrl)+": "+msg)
+			}
+		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
 		// want shares its listeners with the conversion's status, which
 		// /debug/configz reads: change a copy.
@@ -200,6 +211,22 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// heldStatus is a Gateway's status when its proxies are held back: its
+// Programmed condition False with reason and message, and no address. It
+// changes copies: st shares its conditions with the conversion's status,
+// which /debug/configz reads.
+func heldStatus(st gw.GatewayStatus, reason, message string) gw.GatewayStatus {
+	st.Addresses = nil
+	st.Conditions = slices.Clone(st.Conditions)
+	for i, c := range st.Conditions {
+		if c.Type == string(gw.GatewayConditionProgrammed) {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, message
+			st.Conditions[i] = c
+		}
+	}
+	return st
 }
 
 func keyOf(o *gw.Gateway) types.NamespacedName {

@@ -46,6 +46,16 @@ spec:
   host: "*.wild.example.com"
   trafficPolicy:
     loadBalancer: {simple: RANDOM}
+---
+# A rule applies to a service (of its namespace, here): istiod looks rules
+# up by service.
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: services, namespace: default}
+spec:
+  hosts: [svc.example.com, a.wild.example.com, other.example.com]
+  ports: [{number: 80, name: http, protocol: HTTP}, {number: 8080, name: http-alt, protocol: HTTP}, {number: 9090, name: http-admin, protocol: HTTP}]
+  resolution: DNS
 `
 
 func push(t *testing.T) *model.PushContext {
