@@ -1,4 +1,9 @@
-# Wayfinder. `make run` serves the bundled samples; `make test` runs every test.
+# Wayfinder. `make help` lists every target with a line on what it does;
+# `make` alone builds. `make run` serves the bundled samples; `make test` runs
+# every test (what CI runs, through .ci/run).
+#
+# A target's description is the `## ` comment on its rule line: `make help`
+# prints those, so a new target gets one there.
 GO        ?= go
 BIN       := bin
 CONFIG_DIR ?= manifests/samples
@@ -9,41 +14,73 @@ RACE      ?= -race
 KUBE_DEPS ?= kube-deps
 KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
-.PHONY: all build run test test-short vet fmt golden fuzz soak docker clean kube-deps crds gateway-api-crds
+.PHONY: all help build run test test-short vet fmt golden fuzz soak docker clean kube-deps crds gateway-api-crds bench bench-kube
 
-all: build
+all: build ## Build both binaries (the default goal)
+
+help: ## List the targets with what each does
+	@echo 'Usage: make [TARGET] [VAR=value ...]   (no target: build)'
+	@echo
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-17s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo
+	@echo 'Variables, with defaults: CONFIG_DIR=$(CONFIG_DIR) TEST_FLAGS=$(TEST_FLAGS) RACE=$(RACE)'
+	@echo '  KUBE_DEPS=$(KUBE_DEPS) FUZZTIME=$(FUZZTIME) SOAKTIME=$(SOAKTIME) BENCH_OUT=$(BENCH_OUT)'
+	@echo '  BENCH_FLAGS, BENCH_KUBE_FLAGS (empty); see the comments in the Makefile.'
 
 # VERSION is stamped into both binaries (`wayfinder version`, /debug/version).
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/wayfinder-dev/wayfinder/pkg/version.version=$(VERSION)
 
-build:
+build: ## Build bin/pilot-discovery and bin/wayfinder, stamped with VERSION
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pilot-discovery ./pilot/cmd/pilot-discovery
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/wayfinder ./pilot/cmd/wayfinder
 
-run: build
+run: build ## Build, then serve CONFIG_DIR (gRPC 127.0.0.1:15010, HTTP :15014)
 	$(BIN)/pilot-discovery discovery --config-dir $(CONFIG_DIR) --grpc-addr 127.0.0.1:15010 --http-addr 127.0.0.1:15014
 
 # `test` first makes what the Kubernetes tests need (see kube-deps); give
 # KUBE_DEPS= to skip that, and those tests skip themselves outside CI.
 # The Helm chart's test is its own module (tests/helm) so that Helm's
 # dependencies stay out of the main one; it runs after the main suite.
-test: vet $(KUBE_DEPS)
+test: vet $(KUBE_DEPS) ## vet, kube-deps, then every test with -race, both modules (CI)
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 	cd tests/helm && KUBE_APISERVER="$${KUBE_APISERVER:-$$(../../$(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 
-test-short:
+# `test-short`: the main module's tests with -short, no race detector and
+# no vet first; a quick check, not what CI runs.
+test-short: ## Quick check: go test -short, main module only, no -race, no vet
 	$(GO) test -short $(TEST_FLAGS) ./...
 
-vet:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+# The Go files vet checks and fmt rewrites: the tracked ones (both modules),
+# or every .go file outside a git checkout.
+GO_FILES = $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+
+# `vet` fails on any file gofmt would change (`make fmt` fixes them), then
+# runs go vet on the main module and tests/helm.
+vet: ## Fail on unformatted Go files (see fmt), then go vet both modules
+	@out=$$(gofmt -l $(GO_FILES)); \
+	  if [ -n "$$out" ]; then echo "gofmt needed (make fmt rewrites them):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd tests/helm && $(GO) vet ./...
 
-# Regenerate the translation golden files after an intended output change.
-golden:
-	$(GO) test ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis ./pilot/pkg/config/kube/gateway -run TestGolden -update
+# `fmt` rewrites, with gofmt -w, the files vet checks.
+fmt: ## gofmt -w the tracked Go files (the files vet checks)
+	@files="$(GO_FILES)"; [ -z "$$files" ] || gofmt -w $$files
+
+# Regenerate every golden file after an intended output change, then read
+# `git diff`. Each package below has golden tests with its own -update flag
+# (pkg/test/golden: testdata/<case>.in.yaml -> <case>.golden.yaml; goldens
+# whose input is gone are deleted):
+#   networking/core, networking/grpcgen   TestGolden: the xDS translations
+#   config/analysis                       TestGolden: <case>.golden.txt findings
+#   config/kube/gateway                   TestGolden, TestGoldenConformance
+#                                         (testdata/conformance)
+#   config/kube/gatewaydeploy             TestRenderGolden: the deployer's objects
+# A new golden test goes into GOLDEN_PKGS and the -run pattern.
+GOLDEN_PKGS := ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis \
+  ./pilot/pkg/config/kube/gateway ./pilot/pkg/config/kube/gatewaydeploy
+golden: ## Regenerate every golden file (all five golden packages, -update)
+	$(GO) test $(GOLDEN_PKGS) -run '^(TestGolden|TestGoldenConformance|TestRenderGolden)$$' -update
 
 # Each fuzzer runs FUZZTIME: the parser and validators, the fast YAML
 # subset decoder against the full YAML parser, ADS request
@@ -51,7 +88,7 @@ golden:
 # request codec that shares name lists, and every translator fed random
 # valid configurations.
 FUZZTIME ?= 30s
-fuzz:
+fuzz: ## Run each fuzzer for FUZZTIME (30s), one after another
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz FuzzParseValidate -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/config/manifest -run '^$$' -fuzz '^FuzzTreeSpecMatchesJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/blockyaml -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
@@ -63,14 +100,14 @@ fuzz:
 # Kubernetes mode; goroutines, fds and memory must be flat at the end.
 # `make test` runs its 40-second form.
 SOAKTIME ?= 30m
-soak: $(KUBE_DEPS)
+soak: $(KUBE_DEPS) ## SOAKTIME (30m) of mixed churn, Kubernetes mode (tests/soak)
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test ./tests/soak -run TestSoakMixedChurn -count=1 -v -timeout 0 \
 	  -args -soak.duration $(SOAKTIME) -soak.gateways 20 -soak.services 50 -soak.virtualservices 20 -soak.interval 250ms
 
-docker:
+docker: ## Build the image wayfinder/pilot-discovery:dev
 	docker build -t wayfinder/pilot-discovery:dev .
 
-clean:
+clean: ## Remove bin/
 	rm -rf $(BIN)
 
 # The Kubernetes tests (tests/kube/...) run a real etcd and kube-apiserver on
@@ -79,7 +116,7 @@ clean:
 # tests skip themselves), and builds kube-apiserver from source into
 # $${XDG_CACHE_HOME:-~/.cache}/wayfinder once (about 6 minutes cold on an idle
 # 2-core machine; instant afterwards).
-kube-deps:
+kube-deps: ## Get etcd and kube-apiserver for the Kubernetes tests (built once, cached)
 	@etcd=$$(tools/kube-apiserver/ensure-etcd.sh) && \
 	  if [ -n "$$etcd" ]; then GO=$(GO) $(KUBE_APISERVER_ENSURE) >/dev/null; \
 	  else echo "kube-deps: not building kube-apiserver until etcd is installed" >&2; fi
@@ -88,7 +125,7 @@ kube-deps:
 # networking.istio.io kinds Wayfinder reads.
 ISTIO_CRD_KINDS := gateways virtualservices destinationrules serviceentries
 
-crds:
+crds: ## Refresh manifests/crds/istio-networking.yaml from go.mod's istio.io/api
 	@dir=$$($(GO) list -m -f '{{.Dir}}' istio.io/api) && ver=$$($(GO) list -m -f '{{.Version}}' istio.io/api) && \
 	  manifests/refresh-crds.sh "$$dir/kubernetes/customresourcedefinitions.gen.yaml" "istio.io/api@$$ver" \
 	    $(ISTIO_CRD_KINDS) > manifests/crds/istio-networking.yaml.tmp && \
@@ -100,7 +137,7 @@ crds:
 # copied unchanged (each carries its bundle-version and channel annotations).
 GATEWAY_API_CRD_KINDS := gatewayclasses gateways httproutes grpcroutes referencegrants tlsroutes tcproutes
 
-gateway-api-crds:
+gateway-api-crds: ## Refresh manifests/crds/gateway-api from go.mod's gateway-api
 	@dir=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api) && \
 	  for k in $(GATEWAY_API_CRD_KINDS); do \
 	    cp "$$dir/config/crd/standard/gateway.networking.k8s.io_$$k.yaml" manifests/crds/gateway-api/ && \
@@ -110,24 +147,22 @@ gateway-api-crds:
 
 # The issue-6 benchmark matrix (services x gateways) against a fresh
 # pilot-discovery and the floor server; results under bench-results/.
+# File mode only; the Kubernetes-mode benchmark is bench-kube (run both with
+# `make bench bench-kube`).
 # e.g. make bench BENCH_FLAGS=--quick, or BENCH_FLAGS='--cases 1000x500 --delta'.
 BENCH_OUT   ?= bench-results
 BENCH_FLAGS ?=
-.PHONY: bench
-bench:
+bench: ## File-mode benchmark matrix into BENCH_OUT (bench-results/)
 	$(GO) run ./tools/bench --out $(BENCH_OUT) $(BENCH_FLAGS)
 
 # The Kubernetes-mode benchmark (issue 14): per case a real etcd and
 # kube-apiserver on loopback (as the Kubernetes tests; see kube-deps), the
 # workload written into it, pilot-discovery in Kubernetes mode and G
 # simulated gateways; then endpoint churn at BENCH_KUBE_FLAGS' rates.
-# Results in $(BENCH_OUT)/kube/kube-results.md. `make bench` runs it before
-# the file-mode matrix; BENCH_KUBE= skips it. Shorter churn, e.g.:
+# Results in $(BENCH_OUT)/kube/kube-results.md. Separate from `make bench`
+# (it needs kube-deps and takes much longer). Shorter churn, e.g.:
 # make bench-kube BENCH_KUBE_FLAGS='--kube-cases 1000x500 --churn-duration 60s'
-BENCH_KUBE       ?= bench-kube
 BENCH_KUBE_FLAGS ?=
-.PHONY: bench-kube
-bench: $(BENCH_KUBE)
-bench-kube: $(KUBE_DEPS)
+bench-kube: $(KUBE_DEPS) ## Kubernetes-mode benchmark with endpoint churn into BENCH_OUT/kube
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" \
 	  $(GO) run ./tools/bench --kube --out $(BENCH_OUT)/kube $(BENCH_KUBE_FLAGS)

@@ -48,7 +48,7 @@ func Run(t *testing.T, dir string, update bool, produce Produce) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
+				t.Fatalf("%v (run make golden, or this test with -update, to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, FirstDiff(want, got))
