@@ -143,7 +143,7 @@ func (o *Options) applyDefaults() {
 		o.Ingress.Service = "istio-system/istio-ingressgateway"
 	}
 	if o.DomainSuffix == "" {
-		o.DomainSuffix = "cluster.local"
+		o.DomainSuffix = model.DefaultDomainSuffix
 	}
 	if o.RootNamespace == "" {
 		o.RootNamespace = model.DefaultRootNamespace

@@ -63,7 +63,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		Replica:          opts.PodName,
 		Limits:           opts.Limits.XDS,
 		WarmGateways:     opts.WarmGateways,
-		Scoping:          model.Scoping{RootNamespace: opts.RootNamespace},
+		Scoping:          model.Scoping{RootNamespace: opts.RootNamespace, DomainSuffix: opts.DomainSuffix},
 	}
 	var (
 		store   model.ConfigStoreController

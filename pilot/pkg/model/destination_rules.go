@@ -98,7 +98,7 @@ func indexDestinationRules(rules []config.Config, sc Scoping) *drIndex {
 		c := &rules[i]
 		spec := c.Spec.(*networking.DestinationRule)
 		ns := c.Namespace
-		host := resolveRuleHost(spec.GetHost(), ns)
+		host := ResolveShortname(spec.GetHost(), ns, sc.DomainSuffix)
 		var export exportSet
 		if spec.GetWorkloadSelector() == nil {
 			export = newExportSet(spec.GetExportTo())
@@ -150,10 +150,13 @@ func (h *hostRules) all() []*mergedRule {
 	return out
 }
 
-// resolveRuleHost turns a short host ("reviews") into the service's name
-// in the rule's namespace, as istiod's ResolveShortnameToFQDN; "*", names
-// with a dot and IP addresses are kept. It matches route.ResolveShortname.
-func resolveRuleHost(host, ns string) string {
+// ResolveShortname turns a short host name ("reviews", no dot) into the
+// fully qualified name of that service in namespace under the cluster
+// domain domainSuffix ("reviews.NAMESPACE.svc.DOMAINSUFFIX"), as istiod's
+// ResolveShortnameToFQDN. "*", names with a dot and IP addresses are
+// returned unchanged (lower-cased). Translators call
+// PushContext.ResolveShortname, which supplies the process's suffix.
+func ResolveShortname(host, namespace, domainSuffix string) string {
 	host = strings.ToLower(host)
 	if host == "" || host == "*" || strings.Contains(host, ".") {
 		return host
@@ -161,7 +164,7 @@ func resolveRuleHost(host, ns string) string {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return host
 	}
-	return host + "." + ns + ".svc.cluster.local"
+	return host + "." + namespace + ".svc." + domainSuffix
 }
 
 // merge adds rule c for host to h, merging it into the rules already there
@@ -343,7 +346,7 @@ func pick(rules []*mergedRule, proxyNS string, labels map[string]string) *config
 // namespace nor of the root namespace: istiod applies such a rule only to
 // proxies of its own namespace, and so does Wayfinder. The rule is kept;
 // the warning says whom it does not reach.
-func foreignRuleWarnings(rules []config.Config, services []*Service, byHost map[string]*Service, root string) []*config.Error {
+func foreignRuleWarnings(rules []config.Config, services []*Service, byHost map[string]*Service, root, domainSuffix string) []*config.Error {
 	var out []*config.Error
 	var namespaces []string // of every service, sorted: what host "*" matches
 	for i := range rules {
@@ -351,7 +354,7 @@ func foreignRuleWarnings(rules []config.Config, services []*Service, byHost map[
 		if c.Namespace == root {
 			continue
 		}
-		host := resolveRuleHost(c.Spec.(*networking.DestinationRule).GetHost(), c.Namespace)
+		host := ResolveShortname(c.Spec.(*networking.DestinationRule).GetHost(), c.Namespace, domainSuffix)
 		var others []string
 		total := -1 // len(others) unless set
 		switch {

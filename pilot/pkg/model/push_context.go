@@ -89,7 +89,7 @@ func NewScopedPushContext(sc Scoping, store ConfigStore, registries ...ServiceDi
 	ps.indexServices(store, registries)
 	ps.drs = indexDestinationRules(ps.destinationRules, ps.scoping)
 	ps.Errors = append(ps.Errors, ps.drs.errors...)
-	ps.Errors = append(ps.Errors, foreignRuleWarnings(ps.destinationRules, ps.services, ps.serviceByHost, ps.scoping.RootNamespace)...)
+	ps.Errors = append(ps.Errors, foreignRuleWarnings(ps.destinationRules, ps.services, ps.serviceByHost, ps.scoping.RootNamespace, ps.scoping.DomainSuffix)...)
 	ps.indexRouting()
 	return ps
 }
@@ -263,6 +263,22 @@ func ResolveGatewayName(ref, vsNamespace string) string {
 		return ref
 	}
 	return vsNamespace + "/" + ref
+}
+
+// DomainSuffix is the cluster domain short host names are completed with
+// (Scoping.DomainSuffix, "cluster.local" unless --domain-suffix says
+// otherwise).
+func (ps *PushContext) DomainSuffix() string {
+	if ps.scoping.DomainSuffix == "" {
+		return DefaultDomainSuffix // a push context not made by NewPushContext
+	}
+	return ps.scoping.DomainSuffix
+}
+
+// ResolveShortname is ResolveShortname under this push's cluster domain:
+// "reviews" in namespace default is "reviews.default.svc.DOMAINSUFFIX".
+func (ps *PushContext) ResolveShortname(host, namespace string) string {
+	return ResolveShortname(host, namespace, ps.DomainSuffix())
 }
 
 // Gateways returns every Gateway, sorted by namespace and name.

@@ -471,3 +471,56 @@ func TestWithEndpointsIsWithServices(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveShortname(t *testing.T) {
+	cases := map[string]string{
+		"reviews":                           "reviews.prod.svc.cluster.local",
+		"Reviews":                           "reviews.prod.svc.cluster.local",
+		"reviews.other":                     "reviews.other",
+		"reviews.default.svc.cluster.local": "reviews.default.svc.cluster.local",
+		"*":                                 "*",
+		"*.example.com":                     "*.example.com",
+		"10.1.2.3":                          "10.1.2.3",
+		"::1":                               "::1",
+		"":                                  "",
+	}
+	for in, want := range cases {
+		if got := ResolveShortname(in, "prod", DefaultDomainSuffix); got != want {
+			t.Errorf("ResolveShortname(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got, want := ResolveShortname("reviews", "prod", "example.internal"), "reviews.prod.svc.example.internal"; got != want {
+		t.Errorf("with suffix example.internal: got %q, want %q", got, want)
+	}
+}
+
+// TestPushContextDomainSuffix checks that the push context completes short
+// names, its own and the translators' (ResolveShortname), with the suffix
+// it was made with, and that copies made for later pushes keep it.
+func TestPushContextDomainSuffix(t *testing.T) {
+	if got := NewPushContext(listStore{}).ResolveShortname("reviews", "prod"); got != "reviews.prod.svc.cluster.local" {
+		t.Errorf("default suffix: got %q", got)
+	}
+	rule, errs := manifest.Parse("dr.yaml", []byte(`
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: prod}
+spec:
+  host: reviews
+  subsets: [{name: v1, labels: {version: v1}}]
+`), manifest.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	store := listStore(rule)
+	reg := staticRegistry{{Hostname: "reviews.prod.svc.example.internal", Namespace: "prod", Ports: []Port{{Number: 80, Protocol: "HTTP"}}}}
+	ps := NewScopedPushContext(Scoping{DomainSuffix: "example.internal"}, store, reg)
+	for name, p := range map[string]*PushContext{"new": ps, "WithRouting": ps.WithRouting(store), "WithServices": ps.WithServices(store, reg), "ForProxy": ps.ForProxy(&Proxy{Namespace: "other"})} {
+		if got := p.ResolveShortname("reviews", "prod"); got != "reviews.prod.svc.example.internal" {
+			t.Errorf("%s: ResolveShortname = %q", name, got)
+		}
+		if p.Subset("reviews.prod.svc.example.internal", "v1") == nil {
+			t.Errorf("%s: the DestinationRule for short host reviews does not govern reviews.prod.svc.example.internal", name)
+		}
+	}
+}

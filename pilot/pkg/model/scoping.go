@@ -25,12 +25,25 @@ type Scoping struct {
 	DefaultDestinationRuleExportTo []string
 	DefaultVirtualServiceExportTo  []string
 	DefaultServiceExportTo         []string
+	// DomainSuffix is the cluster domain (--domain-suffix) that completes
+	// short host names: "reviews" in namespace default is
+	// "reviews.default.svc.DOMAINSUFFIX". Empty means DefaultDomainSuffix.
+	// Not mesh config, but like it fixed for the life of the process, and
+	// it decides which service a name of one namespace reaches.
+	DomainSuffix string
 }
+
+// DefaultDomainSuffix is the cluster domain when none is given, as in
+// Kubernetes and istiod.
+const DefaultDomainSuffix = "cluster.local"
 
 // withDefaults fills what the zero value leaves to istiod's defaults.
 func (s Scoping) withDefaults() Scoping {
 	if s.RootNamespace == "" {
 		s.RootNamespace = DefaultRootNamespace
+	}
+	if s.DomainSuffix == "" {
+		s.DomainSuffix = DefaultDomainSuffix
 	}
 	return s
 }

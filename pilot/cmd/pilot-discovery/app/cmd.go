@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 )
 
@@ -86,7 +87,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.StringVar(&opts.ConfigDir, "config-dir", "", "folder of Istio and Gateway API YAML to serve (file mode); without it config comes from Kubernetes")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read config, Services and EndpointSlices from (Kubernetes mode); empty with no --config-dir means the in-cluster service account")
 	f.StringSliceVar(&opts.WatchNamespaces, "watch-namespaces", nil, "comma-separated namespaces Kubernetes mode watches; empty means all")
-	f.StringVar(&opts.DomainSuffix, "domain-suffix", "cluster.local", "DNS suffix of Kubernetes Service hostnames (NAME.NAMESPACE.svc.SUFFIX)")
+	f.StringVar(&opts.DomainSuffix, "domain-suffix", model.DefaultDomainSuffix, "cluster domain: Kubernetes Service hostnames are NAME.NAMESPACE.svc.SUFFIX, and short hosts in VirtualServices, DestinationRules, Ingresses and Gateway API routes are completed with it")
 	f.StringVar(&opts.RootNamespace, "root-namespace", "istio-system", "namespace whose DestinationRules apply to every namespace's services, after the proxy's and the service's own (mesh config rootNamespace)")
 	f.DurationVar(&opts.RescanInterval, "config-rescan-interval", 30*time.Second, "how often file mode rescans --config-dir as a backstop to file-system events")
 	f.DurationVar(&opts.ConfigSettle, "config-settle", 100*time.Millisecond, "how long a changed or removed file in --config-dir must stay as it is before it is taken in; until then it keeps serving what it served")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/cli"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/analysis"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
 // NewRootCommand returns `wayfinder` with its subcommands, writing to out.
@@ -107,10 +108,10 @@ func newProxyConfig(copts *cli.ClientOptions) *cobra.Command {
 
 func newAnalyze() *cobra.Command {
 	var (
-		output, kubeconfig, domainSuffix string
-		namespaces                       []string
-		timeout                          time.Duration
-		aopts                            analysis.Options
+		output, kubeconfig string
+		namespaces         []string
+		timeout            time.Duration
+		aopts              analysis.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze [DIR|FILE...]",
@@ -129,7 +130,7 @@ func newAnalyze() *cobra.Command {
 					return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
 				}
 				configs, errs, reg, err := analysis.LoadCluster(cmd.Context(), analysis.ClusterOptions{
-					RESTConfig: cfg, Namespaces: namespaces, DomainSuffix: domainSuffix, Timeout: timeout,
+					RESTConfig: cfg, Namespaces: namespaces, DomainSuffix: aopts.DomainSuffix, Timeout: timeout,
 				})
 				if err != nil {
 					return err
@@ -151,7 +152,7 @@ func newAnalyze() *cobra.Command {
 	f.BoolVar(&aopts.Proxyless, "proxyless", false, "also report what proxyless gRPC clients would not be sent")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "analyze the Istio config and Services of this cluster instead of files")
 	f.StringSliceVar(&namespaces, "namespaces", nil, "with --kubeconfig: comma-separated namespaces to read (default all)")
-	f.StringVar(&domainSuffix, "domain-suffix", "cluster.local", "with --kubeconfig: DNS suffix of Service hostnames")
+	f.StringVar(&aopts.DomainSuffix, "domain-suffix", model.DefaultDomainSuffix, "cluster domain, as the server's --domain-suffix: short hosts complete to NAME.NAMESPACE.svc.SUFFIX (and, with --kubeconfig, Service hostnames end with it)")
 	f.DurationVar(&timeout, "list-timeout", time.Minute, "with --kubeconfig: bound on reading the cluster")
 	return cmd
 }

@@ -276,6 +276,41 @@ func TestAnalyze(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Errors != 0 || r.Warnings != len(r.Findings) || r.Warnings < 4 {
 		t.Errorf("warnings only: err %v, report %+v", err, r)
 	}
+	// --domain-suffix completes short hosts in files too: a destination
+	// "reviews" of a folder whose ServiceEntry is under example.internal.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "shop.yaml"), []byte(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: reviews, namespace: default}
+spec:
+  hosts: [reviews.default.svc.example.internal]
+  resolution: STATIC
+  ports: [{number: 9080, name: http, protocol: HTTP}]
+  endpoints: [{address: 10.0.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: public, namespace: default}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop, namespace: default}
+spec:
+  hosts: [shop.example.com]
+  gateways: [public]
+  http: [{route: [{destination: {host: reviews, port: {number: 9080}}}]}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "analyze", dir, "--domain-suffix", "example.internal"); err != nil || !strings.Contains(out, "0 errors, 0 warnings") {
+		t.Errorf("--domain-suffix example.internal: err %v\n%s", err, out)
+	}
+	if out, _ := run(t, "analyze", dir); !strings.Contains(out, "reviews.default.svc.cluster.local") {
+		t.Errorf("default suffix: want reviews.default.svc.cluster.local reported missing\n%s", out)
+	}
 	if _, err := run(t, "analyze"); err == nil {
 		t.Error("analyze with neither folders nor --kubeconfig: no error")
 	}

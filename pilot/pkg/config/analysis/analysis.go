@@ -32,6 +32,9 @@ type Options struct {
 	// Registries add services besides the ServiceEntries in the configs
 	// (Kubernetes Services).
 	Registries []model.ServiceDiscovery
+	// DomainSuffix is the cluster domain short hosts are completed with,
+	// as the server's --domain-suffix; empty means model.DefaultDomainSuffix.
+	DomainSuffix string
 }
 
 // Analyze returns the problems of configs (objects that passed parsing and
@@ -39,7 +42,7 @@ type Options struct {
 // and sorted by source, object and field.
 func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) []*config.Error {
 	store := memory.New(configs)
-	push := model.NewPushContext(store, opts.Registries...)
+	push := model.NewScopedPushContext(model.Scoping{DomainSuffix: opts.DomainSuffix}, store, opts.Registries...)
 	gen := xds.CoreGenerator{}
 	all := slices.Clone(sourceErrs)
 	all = append(all, push.Errors...)

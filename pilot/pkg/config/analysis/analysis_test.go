@@ -190,3 +190,55 @@ spec:
 		t.Error("with Proxyless: no findings for a DestinationRule gRPC clients cannot follow")
 	}
 }
+
+// Short hosts are completed with Options.DomainSuffix, as the server
+// completes them with --domain-suffix: a VirtualService and a
+// DestinationRule naming "reviews" find the service of a cluster whose
+// domain is example.internal only when the analysis is told so.
+func TestDomainSuffix(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "shop.yaml"), []byte(suffixYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fs, _ := analyze(t, dir, analysis.Options{DomainSuffix: "example.internal"}); len(fs) != 0 {
+		t.Errorf("with DomainSuffix example.internal: %v", fs)
+	}
+	_, out := analyze(t, dir, analysis.Options{})
+	if !strings.Contains(out, "no service is defined for host reviews.default.svc.cluster.local") {
+		t.Errorf("with the default suffix, want reviews reported missing under cluster.local:\n%s", out)
+	}
+}
+
+const suffixYAML = `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: reviews, namespace: default}
+spec:
+  hosts: [reviews.default.svc.example.internal]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{number: 9080, name: http, protocol: HTTP}]
+  endpoints: [{address: 10.0.0.1, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: default}
+spec:
+  host: reviews
+  subsets: [{name: v1, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: public, namespace: default}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop, namespace: default}
+spec:
+  hosts: [shop.example.com]
+  gateways: [public]
+  http:
+  - route: [{destination: {host: reviews, subset: v1, port: {number: 9080}}}]
+`

@@ -38,7 +38,7 @@ func LoadCluster(ctx context.Context, opts ClusterOptions) ([]config.Config, []*
 		opts.Timeout = time.Minute
 	}
 	if opts.DomainSuffix == "" {
-		opts.DomainSuffix = "cluster.local"
+		opts.DomainSuffix = model.DefaultDomainSuffix
 	}
 	cfg := rest.CopyConfig(opts.RESTConfig)
 	cfg.UserAgent = "wayfinder-analyze"

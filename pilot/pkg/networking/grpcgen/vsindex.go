@@ -7,7 +7,6 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/route"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -45,7 +44,7 @@ func indexMeshVirtualServices(push *model.PushContext, r *reporter) *meshVirtual
 			continue
 		}
 		for _, h := range spec.GetHosts() {
-			host := route.ResolveShortname(h, vs.Namespace)
+			host := push.ResolveShortname(h, vs.Namespace)
 			if prev, ok := claimed[host]; ok {
 				if prev != vs {
 					r.warnf(vs, "spec.hosts", "host %s is already routed for the mesh by %s; this VirtualService is ignored for it", host, prev.Key())

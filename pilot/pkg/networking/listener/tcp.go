@@ -62,7 +62,7 @@ func (c l4Context) exposes(vs *config.Config) bool {
 			continue
 		}
 		for _, vh := range vs.Spec.(*networking.VirtualService).GetHosts() {
-			if hostsMatch(strings.ToLower(h), route.ResolveShortname(vh, vs.Namespace)) {
+			if hostsMatch(strings.ToLower(h), c.push.ResolveShortname(vh, vs.Namespace)) {
 				return true
 			}
 		}
@@ -198,7 +198,7 @@ func (c l4Context) tcpProxy(vs *config.Config, dsts []*networking.RouteDestinati
 // gateway server's port.
 func (c l4Context) resolve(vs *config.Config, dst *networking.Destination, serverPort uint32, field string) (route.Destination, bool) {
 	if dst != nil && dst.GetPort().GetNumber() == 0 {
-		host := route.ResolveShortname(dst.GetHost(), vs.Namespace)
+		host := c.push.ResolveShortname(dst.GetHost(), vs.Namespace)
 		if svc := c.push.ServiceForHost(host); svc == nil || len(svc.Ports) != 1 {
 			withPort := &networking.Destination{Host: dst.GetHost(), Subset: dst.GetSubset(), Port: &networking.PortSelector{Number: serverPort}}
 			dst = withPort

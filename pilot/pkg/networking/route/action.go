@@ -281,7 +281,7 @@ func resolveDestination(ctx routeContext, dst *networking.Destination, field str
 		// Never looked up: see model.InvalidBackendHost.
 		return resolvedDestination{cluster: model.InvalidBackendCluster}
 	}
-	host := ResolveShortname(dst.GetHost(), ctx.vs.Namespace)
+	host := ctx.push.ResolveShortname(dst.GetHost(), ctx.vs.Namespace)
 	if host == "" {
 		p.errorf(field+".host", "is required")
 		return resolvedDestination{}

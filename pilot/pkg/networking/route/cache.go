@@ -26,6 +26,12 @@ import (
 // translating are kept with the routes and reported again on reuse, so
 // output and errors are exactly those of a fresh translation.
 //
+// The cluster domain that completes short host names
+// (model.PushContext.DomainSuffix) is not in the keys: it is set once per
+// process from --domain-suffix and every push has the same one, so the
+// hosts an entry resolved stay right. A Cache must not be shared by push
+// contexts made with different Scoping.DomainSuffix.
+//
 // Entries not used by the last push that translated routes are dropped
 // once that push is done (Release): the cache holds one push's worth of
 // routes, which the route configurations share anyway. A Cache is safe for concurrent use; the

@@ -116,7 +116,7 @@ func buildPort(push *model.PushContext, port uint32, name string, servers []mode
 			}
 			vsHosts := make([]string, 0, len(spec.GetHosts()))
 			for _, h := range spec.GetHosts() {
-				if h = ResolveShortname(h, vs.Namespace); h != "" {
+				if h = push.ResolveShortname(h, vs.Namespace); h != "" {
 					vsHosts = append(vsHosts, h)
 				}
 			}

@@ -7,25 +7,6 @@ import (
 	"strings"
 )
 
-// DomainSuffix is the cluster domain appended to short host names, as Istio
-// does by default ("reviews" in namespace default is
-// "reviews.default.svc.cluster.local").
-const DomainSuffix = "cluster.local"
-
-// ResolveShortname turns a short host name ("reviews", no dot) into the
-// fully qualified name of that service in namespace. Names with a dot,
-// wildcards and IP addresses are returned unchanged (lower-cased).
-func ResolveShortname(host, namespace string) string {
-	host = strings.ToLower(host)
-	if host == "" || host == "*" || strings.Contains(host, ".") {
-		return host
-	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return host
-	}
-	return host + "." + namespace + ".svc." + DomainSuffix
-}
-
 // serverHost is one entry of a Gateway server's hosts: "ns/host",
 // "./host", "*/host" or "host".
 type serverHost struct {

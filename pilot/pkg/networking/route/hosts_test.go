@@ -3,6 +3,10 @@ package route
 import (
 	"slices"
 	"testing"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 )
 
 func TestIntersectHosts(t *testing.T) {
@@ -64,25 +68,6 @@ func TestParseServerHost(t *testing.T) {
 	}
 }
 
-func TestResolveShortname(t *testing.T) {
-	cases := map[string]string{
-		"reviews":                           "reviews.prod.svc.cluster.local",
-		"Reviews":                           "reviews.prod.svc.cluster.local",
-		"reviews.other":                     "reviews.other",
-		"reviews.default.svc.cluster.local": "reviews.default.svc.cluster.local",
-		"*":                                 "*",
-		"*.example.com":                     "*.example.com",
-		"10.1.2.3":                          "10.1.2.3",
-		"::1":                               "::1",
-		"":                                  "",
-	}
-	for in, want := range cases {
-		if got := ResolveShortname(in, "prod"); got != want {
-			t.Errorf("ResolveShortname(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestVirtualHostDomains(t *testing.T) {
 	cases := []struct {
 		host string
@@ -102,5 +87,45 @@ func TestVirtualHostDomains(t *testing.T) {
 	}
 	if got := virtualHostName("foo.com", 80); got != "foo.com:80" {
 		t.Errorf("virtualHostName = %q", got)
+	}
+}
+
+// Short names, in a VirtualService's hosts and its destinations, complete
+// with the push context's cluster domain (--domain-suffix), not a
+// constant: under example.internal "reviews" reaches
+// reviews.default.svc.example.internal and its subset.
+func TestShortNamesUseDomainSuffix(t *testing.T) {
+	cfgs, perrs := manifest.Parse("test.yaml", []byte(`
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: reviews, namespace: default}
+spec:
+  hosts: [reviews.default.svc.example.internal]
+  ports: [{number: 9080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 10.0.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: default}
+spec:
+  host: reviews
+  subsets: [{name: v1, labels: {version: v1}}]
+---
+`+gatewayYAML+`
+---
+`+vs("short", "[reviews]", `  - route: [{destination: {host: reviews, subset: v1}}]
+`)), manifest.Options{})
+	if len(perrs) > 0 {
+		t.Fatalf("parse: %v", perrs)
+	}
+	push := model.NewScopedPushContext(model.Scoping{DomainSuffix: "example.internal"}, memory.New(cfgs))
+	rcs, errs := BuildGatewayRoutes(push, model.MergeGateways(push.Gateways()))
+	if len(errs) > 0 {
+		t.Fatalf("unexpected errors:\n%s", errString(errs))
+	}
+	vh := vhost(t, routeConfig(t, rcs, "http.80"), "reviews.default.svc.example.internal:80")
+	if got, want := vh.GetRoutes()[0].GetRoute().GetCluster(), "outbound|9080|v1|reviews.default.svc.example.internal"; got != want {
+		t.Errorf("cluster %q, want %q", got, want)
 	}
 }

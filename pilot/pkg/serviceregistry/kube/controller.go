@@ -98,7 +98,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, errors.New("serviceregistry/kube: Options.Client is nil")
 	}
 	if opts.DomainSuffix == "" {
-		opts.DomainSuffix = "cluster.local"
+		opts.DomainSuffix = model.DefaultDomainSuffix
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

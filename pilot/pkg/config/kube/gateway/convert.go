@@ -72,7 +72,7 @@ func (o Options) withDefaults() Options {
 		o.ControllerName = ControllerName
 	}
 	if o.DomainSuffix == "" {
-		o.DomainSuffix = "cluster.local"
+		o.DomainSuffix = model.DefaultDomainSuffix
 	}
 	return o
 }

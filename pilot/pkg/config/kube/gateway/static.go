@@ -156,7 +156,7 @@ func InputOf(objs []metav1.Object) Input {
 // first, then of any namespace in name order, as hosts are global).
 func ServicesFromEntries(store model.ConfigStore, domainSuffix string) func(namespace, name string) *corev1.Service {
 	if domainSuffix == "" {
-		domainSuffix = "cluster.local"
+		domainSuffix = model.DefaultDomainSuffix
 	}
 	return func(namespace, name string) *corev1.Service {
 		host := name + "." + namespace + ".svc." + domainSuffix

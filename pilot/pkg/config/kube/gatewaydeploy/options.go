@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 )
 
 // DefaultImage is the Envoy the gateway proxies run: the official image
@@ -70,7 +72,7 @@ type Options struct {
 func (o Options) WithDefaults() Options {
 	o.Image = cmp.Or(o.Image, DefaultImage)
 	o.ClusterID = cmp.Or(o.ClusterID, "Kubernetes")
-	o.DomainSuffix = cmp.Or(o.DomainSuffix, "cluster.local")
+	o.DomainSuffix = cmp.Or(o.DomainSuffix, model.DefaultDomainSuffix)
 	o.ServiceType = cmp.Or(o.ServiceType, corev1.ServiceTypeLoadBalancer)
 	o.TokenAudience = cmp.Or(o.TokenAudience, "wayfinder")
 	return o

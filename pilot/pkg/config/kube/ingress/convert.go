@@ -46,7 +46,7 @@ func (o Options) withDefaults() Options {
 		o.GatewaySelector = map[string]string{"istio": "ingressgateway"}
 	}
 	if o.DomainSuffix == "" {
-		o.DomainSuffix = "cluster.local"
+		o.DomainSuffix = model.DefaultDomainSuffix
 	}
 	return o
 }
