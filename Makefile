@@ -14,7 +14,7 @@ RACE      ?= -race
 KUBE_DEPS ?= kube-deps
 KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
-.PHONY: all help build run test test-short vet fmt golden fuzz soak docker clean kube-deps crds gateway-api-crds bench bench-kube
+.PHONY: all help build run test test-short vet lint staticcheck fmt golden docs fuzz soak docker clean kube-deps crds gateway-api-crds bench bench-kube
 
 all: build ## Build both binaries (the default goal)
 
@@ -38,30 +38,49 @@ build: ## Build bin/pilot-discovery and bin/wayfinder, stamped with VERSION
 run: build ## Build, then serve CONFIG_DIR (gRPC 127.0.0.1:15010, HTTP :15014)
 	$(BIN)/pilot-discovery discovery --config-dir $(CONFIG_DIR) --grpc-addr 127.0.0.1:15010 --http-addr 127.0.0.1:15014
 
-# `test` first makes what the Kubernetes tests need (see kube-deps); give
-# KUBE_DEPS= to skip that, and those tests skip themselves outside CI.
-# The Helm chart's test is its own module (tests/helm) so that Helm's
-# dependencies stay out of the main one; it runs after the main suite.
-test: vet $(KUBE_DEPS) ## vet, kube-deps, then every test with -race, both modules (CI)
+# `test` first lints (see lint) and makes what the Kubernetes tests need
+# (see kube-deps); give KUBE_DEPS= to skip that, and those tests skip
+# themselves outside CI. The Helm chart's test is its own module
+# (tests/helm) so that Helm's dependencies stay out of the main one, and so
+# is the benchmark's chart (tools/benchchart, the plotting library's); they
+# run after the main suite.
+test: lint $(KUBE_DEPS) ## lint, kube-deps, then every test with -race, all three modules (CI)
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 	cd tests/helm && KUBE_APISERVER="$${KUBE_APISERVER:-$$(../../$(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
+	cd tools/benchchart && $(GO) test $(RACE) $(TEST_FLAGS) ./...
 
 # `test-short`: the main module's tests with -short, no race detector and
 # no vet first; a quick check, not what CI runs.
 test-short: ## Quick check: go test -short, main module only, no -race, no vet
 	$(GO) test -short $(TEST_FLAGS) ./...
 
-# The Go files vet checks and fmt rewrites: the tracked ones (both modules),
+# The Go files vet checks and fmt rewrites: the tracked ones (all modules),
 # or every .go file outside a git checkout.
 GO_FILES = $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+# The modules besides the main one, each with its own go.mod.
+SUB_MODULES := tests/helm tools/benchchart
 
 # `vet` fails on any file gofmt would change (`make fmt` fixes them), then
-# runs go vet on the main module and tests/helm.
-vet: ## Fail on unformatted Go files (see fmt), then go vet both modules
+# runs go vet on every module.
+vet: ## Fail on unformatted Go files (see fmt), then go vet every module
 	@out=$$(gofmt -l $(GO_FILES)); \
 	  if [ -n "$$out" ]; then echo "gofmt needed (make fmt rewrites them):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	cd tests/helm && $(GO) vet ./...
+	for m in $(SUB_MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+# `lint` is vet, then staticcheck (staticcheck.conf says which checks and
+# why) on every module. staticcheck is pinned: it is built once from the Go
+# module proxy into bin/staticcheck-VERSION/ (a minute or two cold; a
+# different version builds beside it).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CURDIR)/$(BIN)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+lint: vet staticcheck ## vet (gofmt check, go vet), then staticcheck, every module
+	$(STATICCHECK) ./...
+	for m in $(SUB_MODULES); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
+
+staticcheck: $(STATICCHECK) ## Build the pinned staticcheck into bin/ (lint does when missing)
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # `fmt` rewrites, with gofmt -w, the files vet checks.
 fmt: ## gofmt -w the tracked Go files (the files vet checks)
@@ -72,15 +91,24 @@ fmt: ## gofmt -w the tracked Go files (the files vet checks)
 # (pkg/test/golden: testdata/<case>.in.yaml -> <case>.golden.yaml; goldens
 # whose input is gone are deleted):
 #   networking/core, networking/grpcgen   TestGolden: the xDS translations
-#   config/analysis                       TestGolden: <case>.golden.txt findings
-#   config/kube/gateway                   TestGolden, TestGoldenConformance
+#   config/analysis                       TestGolden: folder <case>/ -> <case>.golden.txt
+#                                         findings (golden.RunDirs)
+#   config/gatewayapi                     TestGolden, TestGoldenConformance
 #                                         (testdata/conformance)
 #   config/kube/gatewaydeploy             TestRenderGolden: the deployer's objects
+#   networking/telemetry                  TestGolden: access loggers and tracing
+#   pkg/config/mesh                       TestGolden: mesh config merged onto defaults
 # A new golden test goes into GOLDEN_PKGS and the -run pattern.
 GOLDEN_PKGS := ./pilot/pkg/networking/core ./pilot/pkg/networking/grpcgen ./pilot/pkg/config/analysis \
-  ./pilot/pkg/config/kube/gateway ./pilot/pkg/config/kube/gatewaydeploy
-golden: ## Regenerate every golden file (all five golden packages, -update)
+  ./pilot/pkg/config/gatewayapi ./pilot/pkg/config/kube/gatewaydeploy ./pilot/pkg/networking/telemetry \
+  ./pkg/config/mesh
+golden: ## Regenerate every golden file (every golden package, -update)
 	$(GO) test $(GOLDEN_PKGS) -run '^(TestGolden|TestGoldenConformance|TestRenderGolden)$$' -update
+
+# The flag references in docs/running.md and docs/operating.md are rendered
+# from the commands (pkg/flagref); `make test` fails when they differ.
+docs: ## Regenerate the flag references in docs/ from the commands
+	$(GO) test ./pilot/cmd/pilot-discovery/app ./pilot/cmd/wayfinder/app -run '^TestFlagReference' -update
 
 # Each fuzzer runs FUZZTIME: the parser and validators, the fast YAML
 # subset decoder against the full YAML parser, ADS request
@@ -134,7 +162,9 @@ crds: ## Refresh manifests/crds/istio-networking.yaml from go.mod's istio.io/api
 
 # Refresh manifests/crds/gateway-api from the sigs.k8s.io/gateway-api version
 # in go.mod: the module's standard-channel CRDs of the kinds Wayfinder reads,
-# copied unchanged (each carries its bundle-version and channel annotations).
+# copied unchanged (each carries its bundle-version and channel annotations);
+# then regenerate the schemas file mode checks them against
+# (pkg/config/manifest/gatewayapi_schemas.json).
 GATEWAY_API_CRD_KINDS := gatewayclasses gateways httproutes grpcroutes referencegrants tlsroutes tcproutes
 
 gateway-api-crds: ## Refresh manifests/crds/gateway-api from go.mod's gateway-api
@@ -144,6 +174,7 @@ gateway-api-crds: ## Refresh manifests/crds/gateway-api from go.mod's gateway-ap
 	    chmod 644 manifests/crds/gateway-api/gateway.networking.k8s.io_$$k.yaml || exit 1; \
 	  done
 	@cat manifests/crds/gateway-api/*.yaml | grep -c '^kind: CustomResourceDefinition'
+	$(GO) generate ./pkg/config/manifest
 
 # The issue-6 benchmark matrix (services x gateways) against a fresh
 # pilot-discovery and the floor server; results under bench-results/.

@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wayfinder-dev/wayfinder/manifests"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
 )
 
-var cluster harness.Shared
+var cluster apiserver.Shared
 
 func TestMain(m *testing.M) {
 	code := cluster.Run(m)
@@ -461,13 +461,13 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		raw = append(raw, d.YAML)
 	}
 	// The dry run needs the namespace to exist already; apply it first.
-	if _, err := c.Apply(ctx, harness.ApplyOptions{}, raw[0]); err != nil {
+	if _, err := c.Apply(ctx, apiserver.ApplyOptions{}, raw[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Apply(ctx, harness.ApplyOptions{DryRun: true}, raw...); err != nil {
+	if _, err := c.Apply(ctx, apiserver.ApplyOptions{DryRun: true}, raw...); err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
-	applied, err := c.Apply(ctx, harness.ApplyOptions{}, raw...)
+	applied, err := c.Apply(ctx, apiserver.ApplyOptions{}, raw...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,11 @@
 //     every stream, so every run shows what ADS alone costs;
 //   - bench: the matrix of services x gateways against a fresh
 //     pilot-discovery and the floor, with peak RSS and CPU seconds, written
-//     as a Markdown table and a PNG chart (`make bench`); with --kube
+//     as a Markdown table and a PNG chart (`make bench`; the chart is drawn
+//     by benchchart, a module of its own so that the plotting library
+//     stays out of the main go.mod); with --kube
 //     (`make bench-kube`), the same workload written into a real
-//     kube-apiserver (tests/kube/harness) for pilot-discovery in Kubernetes
+//     kube-apiserver (pkg/test/apiserver) for pilot-discovery in Kubernetes
 //     mode, and an endpoint-churn case timed from the API write to every
 //     gateway's ACK.
 package tools

@@ -23,22 +23,16 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // config serves one gateway and holds one error, so that every labelled
 // metric has a series.
-const config = `
-apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata: {name: public, namespace: istio-system}
-spec:
-  selector: {istio: ingressgateway}
-  servers:
-  - {name: http, port: {number: 80, name: http, protocol: HTTP}, hosts: ["*/*"]}
----
+const config = objects.PublicGatewayYAML + `---
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: shop, namespace: default}
@@ -64,21 +58,20 @@ spec:
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	dir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(dir, "config.yaml"), config)
-	s := testenv.StartServer(t, bootstrap.Options{ConfigDir: dir})
-	gw := testenv.Gateway(t, s.GRPCAddr().String(), "gw-0", map[string]string{"istio": "ingressgateway"},
+	serverenv.WriteFile(t, filepath.Join(dir, "config.yaml"), config)
+	s := serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir})
+	gw := serverenv.Gateway(t, s.GRPCAddr().String(), "gw-0", map[string]string{"istio": "ingressgateway"},
 		func(typeURL string, _ []*anypb.Any) error {
 			if typeURL == adsc.RouteType {
 				return errors.New("refused for the test")
 			}
 			return nil
 		})
-	testenv.WaitFor(t, gw, "a route NACK", testenv.WaitTimeout, func(st adsc.State) bool { return st.Types[adsc.RouteType].NACKs > 0 })
+	serverenv.WaitFor(t, gw, "a route NACK", serverenv.WaitTimeout, func(st adsc.State) bool { return st.Types[adsc.RouteType].NACKs > 0 })
 
-	names := map[string]bool{}
+	var names map[string]bool
 	// The server counts the NACK a moment after the client sends it.
-	deadline := time.Now().Add(testenv.WaitTimeout)
-	for time.Now().Before(deadline) {
+	poll.Until(t, "the NACK to show in pilot_total_xds_rejects", func() bool {
 		resp, err := http.Get("http://" + s.HTTPAddr().String() + "/metrics")
 		if err != nil {
 			t.Fatal(err)
@@ -95,13 +88,9 @@ func exported(t *testing.T) map[string]bool {
 			}
 			names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
 		}
-		if names["pilot_total_xds_rejects"] {
-			return names
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the NACK never showed in pilot_total_xds_rejects")
-	return nil
+		return names["pilot_total_xds_rejects"]
+	}, poll.Timeout(serverenv.WaitTimeout), poll.Interval(10*time.Millisecond))
+	return names
 }
 
 // metricName finds the names of our metrics in a PromQL expression.

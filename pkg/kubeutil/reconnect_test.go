@@ -3,6 +3,7 @@ package kubeutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // apiServer is a stand-in API server on a fixed loopback address that can
@@ -52,14 +55,12 @@ func (s *apiServer) stop() { s.srv.Close() }
 
 func (s *apiServer) start() {
 	var l net.Listener
-	var err error
-	deadline := time.Now().Add(10 * time.Second)
-	for l, err = net.Listen("tcp", s.addr); err != nil; l, err = net.Listen("tcp", s.addr) {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("listening again on %s: %v", s.addr, err)
-		}
-		time.Sleep(10 * time.Millisecond) // the port is released asynchronously
-	}
+	// Polled: the port is released asynchronously.
+	poll.Seen(s.t, "listening again on "+s.addr, func() (string, bool) {
+		var err error
+		l, err = net.Listen("tcp", s.addr)
+		return fmt.Sprint(err), err == nil
+	}, poll.Timeout(10*time.Second), poll.Interval(10*time.Millisecond))
 	s.serve(l)
 }
 

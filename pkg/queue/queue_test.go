@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/test/logbuf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -82,24 +83,6 @@ func (r *recorder) get() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return strings.Join(r.ran, ",")
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestRunsTasksInPushOrder(t *testing.T) {
@@ -206,7 +189,7 @@ func TestDelayedTaskWakesIdleRun(t *testing.T) {
 
 func TestFailedTaskRetriesWithCappedBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	q := New(Options{
 		Clock:       clk,
 		BaseBackoff: 100 * time.Millisecond,
@@ -348,7 +331,7 @@ func TestRunReturnsOnCancelWithPendingWork(t *testing.T) {
 }
 
 func TestSecondRunReturnsImmediately(t *testing.T) {
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	q := New(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	start(t, q)
 	flush(t, q) // the first Run is active

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 var (
@@ -68,19 +70,10 @@ func TestWayfinderCLI(t *testing.T) {
 	addr := "--debug-addr=" + p.HTTPAddr
 
 	// The server records the last ACK a moment after the client sends it.
-	deadline := time.Now().Add(20 * time.Second)
-	var out string
-	for {
-		var code int
-		out, _, code = runCLI(t, "proxy-status", addr)
-		if code == 0 && strings.Count(out, "SYNCED") == 4 && strings.Contains(out, gatewayID) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy-status never showed the gateway synced:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Seen(t, "proxy-status to show the gateway synced", func() (string, bool) {
+		out, _, code := runCLI(t, "proxy-status", addr)
+		return "\n" + out, code == 0 && strings.Count(out, "SYNCED") == 4 && strings.Contains(out, gatewayID)
+	}, poll.Timeout(20*time.Second), poll.Interval(50*time.Millisecond))
 
 	out, errOut, code := runCLI(t, "proxy-config", "routes", "ingressgateway-1.istio-system", addr)
 	if code != 0 || !strings.Contains(out, "bookinfo.example.com:80") || !strings.Contains(out, "http.80") {

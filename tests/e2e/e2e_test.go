@@ -17,9 +17,9 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary, err = testenv.BuildBinary(dir, true)
+	binary, err = serverenv.BuildBinary(dir, true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -114,7 +114,7 @@ func TestSamplesServedAndCleanShutdown(t *testing.T) {
 	}
 
 	code, body := httpGet(t, "http://"+p.HTTPAddr+"/debug/configz")
-	var cz xds.Configz
+	var cz debugapi.Configz
 	if code != 200 || json.Unmarshal([]byte(body), &cz) != nil {
 		t.Fatalf("configz %d %s", code, body)
 	}

@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // binary is pilot-discovery built once, with the race detector, by TestMain.
@@ -11,11 +11,11 @@ var binary string
 
 // startProcess runs pilot-discovery in file mode on configDir, debouncing
 // briefly and logging at debug level, once it has logged its addresses.
-func startProcess(t *testing.T, configDir string, args ...string) *testenv.Binary {
+func startProcess(t *testing.T, configDir string, args ...string) *serverenv.Binary {
 	t.Helper()
-	return testenv.StartBinary(t, binary, append([]string{"--config-dir", configDir, "--log-level", "debug", "--debounce-after", "10ms"}, args...)...)
+	return serverenv.StartBinary(t, binary, append([]string{"--config-dir", configDir, "--log-level", "debug", "--debounce-after", "10ms"}, args...)...)
 }
 
-func copyDir(t *testing.T, src string) string { return testenv.CopyDir(t, src) }
+func copyDir(t *testing.T, src string) string { return serverenv.CopyDir(t, src) }
 
-func writeFile(t *testing.T, path, data string) { testenv.WriteFile(t, path, data) }
+func writeFile(t *testing.T, path, data string) { serverenv.WriteFile(t, path, data) }

@@ -11,30 +11,31 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
-func (e *env) configz() xds.Configz {
+func (e *env) configz() debugapi.Configz {
 	e.t.Helper()
 	code, body := e.get("/debug/configz")
 	if code != 200 {
 		e.t.Fatalf("configz: %d %s", code, body)
 	}
-	var out xds.Configz
+	var out debugapi.Configz
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		e.t.Fatal(err)
 	}
 	return out
 }
 
-func (e *env) syncz() xds.Syncz {
+func (e *env) syncz() debugapi.Syncz {
 	e.t.Helper()
 	code, body := e.get("/debug/syncz")
 	if code != 200 {
 		e.t.Fatalf("syncz: %d %s", code, body)
 	}
-	var out xds.Syncz
+	var out debugapi.Syncz
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		e.t.Fatal(err)
 	}
@@ -74,12 +75,12 @@ func TestMalformedFileKeepsLastGoodConfig(t *testing.T) {
 		t.Errorf("routes after a bad edit: %v", routePrefixes(s, "http.80"))
 	}
 	cz := e.configz()
-	if !slices.ContainsFunc(cz.Errors, func(ce xds.ConfigzError) bool {
+	if !slices.ContainsFunc(cz.Errors, func(ce debugapi.ConfigzError) bool {
 		return ce.Origin == "source" && strings.Contains(ce.Source, "routes.yaml (document 1)")
 	}) {
 		t.Errorf("configz errors do not name routes.yaml: %+v", cz.Errors)
 	}
-	if !slices.ContainsFunc(cz.Configs, func(o xds.ConfigzObject) bool { return o.Kind == "VirtualService" && o.Name == "bookinfo" }) {
+	if !slices.ContainsFunc(cz.Configs, func(o debugapi.ConfigzObject) bool { return o.Kind == "VirtualService" && o.Name == "bookinfo" }) {
 		t.Error("the last good VirtualService left configz")
 	}
 	if got := e.metric("wayfinder_config_errors{"); len(got) == 0 {
@@ -88,7 +89,7 @@ func TestMalformedFileKeepsLastGoodConfig(t *testing.T) {
 
 	e.write("routes.yaml", routesYAML("/fixed"))
 	waitFor(t, c, "fix applied", func(s adsc.State) bool { return hasPrefix(s, "http.80", "bookinfo.example.com:80", "/fixed") })
-	if errs := e.configz().Errors; slices.ContainsFunc(errs, func(ce xds.ConfigzError) bool { return strings.Contains(ce.Source, "routes.yaml") }) {
+	if errs := e.configz().Errors; slices.ContainsFunc(errs, func(ce debugapi.ConfigzError) bool { return strings.Contains(ce.Source, "routes.yaml") }) {
 		t.Errorf("error stayed after the fix: %+v", errs)
 	}
 }
@@ -129,7 +130,7 @@ spec:
 		t.Error("unrelated routes lost")
 	}
 	errs := e.configz().Errors
-	if !slices.ContainsFunc(errs, func(ce xds.ConfigzError) bool {
+	if !slices.ContainsFunc(errs, func(ce debugapi.ConfigzError) bool {
 		return ce.Name == "bad-weights" && ce.Field == "spec.http[0].route[0].weight" && strings.Contains(ce.Source, "mixed.yaml (document 1)")
 	}) {
 		t.Errorf("no error naming file, object and field: %+v", errs)
@@ -194,7 +195,7 @@ func TestNACKKeepsLastGoodConfig(t *testing.T) {
 		t.Errorf("rejected routes were resent: %d NACKs", n)
 	}
 
-	var nacked *xds.SyncType
+	var nacked *debugapi.SyncType
 	for _, p := range e.syncz().Proxies {
 		if strings.Contains(p.ID, "gw-picky") {
 			for i := range p.Types {
@@ -241,7 +242,7 @@ func TestDebugEndpoints(t *testing.T) {
 		t.Errorf("ready: %d", code)
 	}
 	code, body := e.get("/debug/adsz")
-	var adsz xds.Adsz
+	var adsz debugapi.Adsz
 	if code != 200 || json.Unmarshal([]byte(body), &adsz) != nil || adsz.TotalProxies != 1 || adsz.Proxies[0].ID != id ||
 		!slices.Equal(adsz.Proxies[0].Gateways, []string{"istio-system/public"}) {
 		t.Errorf("adsz: %d %s", code, body)
@@ -260,7 +261,7 @@ func TestDebugEndpoints(t *testing.T) {
 	}
 	// The client counts a type ACKed once it has sent the ACK; the server
 	// records it a moment later, so wait for syncz to catch up.
-	synced := func(sz xds.Syncz) bool {
+	synced := func(sz debugapi.Syncz) bool {
 		for _, p := range sz.Proxies {
 			for _, ty := range p.Types {
 				if ty.Status != "SYNCED" || ty.AckedVersion != s.Version(ty.TypeURL) {
@@ -270,10 +271,9 @@ func TestDebugEndpoints(t *testing.T) {
 		}
 		return len(sz.Proxies) == 1
 	}
-	sz := e.syncz()
-	for deadline := time.Now().Add(10 * time.Second); !synced(sz) && time.Now().Before(deadline); sz = e.syncz() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	var sz debugapi.Syncz
+	// Not fatal: the checks below say what is out of sync.
+	_ = poll.Wait(func() bool { sz = e.syncz(); return synced(sz) }, poll.Timeout(10*time.Second), poll.Interval(10*time.Millisecond))
 	for _, p := range sz.Proxies {
 		for _, ty := range p.Types {
 			if ty.Status != "SYNCED" || ty.AckedVersion != s.Version(ty.TypeURL) {

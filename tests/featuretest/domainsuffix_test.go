@@ -5,7 +5,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // suffixFiles is a config folder for a cluster whose domain is
@@ -76,10 +76,10 @@ spec:
 // services' clusters, and nothing is reported missing.
 func TestDomainSuffix(t *testing.T) {
 	dir := t.TempDir()
-	testenv.WriteFile(t, dir+"/config.yaml", suffixFiles)
-	testenv.WriteFile(t, dir+"/gwapi.yaml", gatewayAPIYAML+"---\n"+httpRouteYAML("shop", "/api"))
+	serverenv.WriteFile(t, dir+"/config.yaml", suffixFiles)
+	serverenv.WriteFile(t, dir+"/gwapi.yaml", gatewayAPIYAML+"---\n"+httpRouteYAML("shop", "/api"))
 	e := &env{t: t, dir: dir}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: dir, DomainSuffix: "example.internal"})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir, DomainSuffix: "example.internal"})
 
 	const (
 		reviewsV1 = "outbound|9080|v1|reviews.default.svc.example.internal"

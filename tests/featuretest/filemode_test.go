@@ -14,9 +14,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // routeGuard inspects every route and listener response a client receives:
@@ -159,7 +159,7 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 		t.Helper()
 		p := filepath.Join(dir, rel)
 		mustDo(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		testenv.WriteFile(t, p, data)
+		serverenv.WriteFile(t, p, data)
 	}
 	routes := []string{"/reviews"}
 	write("gateways.yaml", gatewaysYAML)
@@ -167,7 +167,7 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 	write("routes.yaml", vsYAML("bookinfo", "bookinfo.example.com", routes...))
 	write("team/team.yaml", vsYAML("team", "team.example.com", "/team"))
 	mustDo(t, os.MkdirAll(filepath.Join(outside, "v1"), 0o755))
-	testenv.WriteFile(t, filepath.Join(outside, "v1", "linked.yaml"), vsYAML("linked", "linked.example.com", "/linked"))
+	serverenv.WriteFile(t, filepath.Join(outside, "v1", "linked.yaml"), vsYAML("linked", "linked.example.com", "/linked"))
 	mustDo(t, os.Symlink(filepath.Join(outside, "v1"), filepath.Join(dir, "linked")))
 	// A ConfigMap volume's layout: visible names link through ..data.
 	write("..cm_1/cm.yaml", vsYAML("cm", "cm.example.com", "/cm"))
@@ -176,7 +176,7 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 
 	// A long empty grace, so that only the settle window is exercised here
 	// (the grace itself is unit-tested on a fake clock).
-	server := testenv.StartServer(t, bootstrap.Options{ConfigDir: dir, ConfigSettle: settle, ConfigEmptyGrace: 10 * time.Second})
+	server := serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir, ConfigSettle: settle, ConfigEmptyGrace: 10 * time.Second})
 	e := &env{t: t, dir: dir, server: server}
 	guard := newRouteGuard()
 	c := e.gateway("gw-1", publicLabels, guard.check)
@@ -226,10 +226,10 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 
 	// A symlinked folder replaced, then a new file in its new target.
 	mustDo(t, os.MkdirAll(filepath.Join(outside, "v2"), 0o755))
-	testenv.WriteFile(t, filepath.Join(outside, "v2", "linked.yaml"), vsYAML("linked", "linked.example.com", "/linked", "/step-6"))
+	serverenv.WriteFile(t, filepath.Join(outside, "v2", "linked.yaml"), vsYAML("linked", "linked.example.com", "/linked", "/step-6"))
 	swapSymlink(t, filepath.Join(outside, "v2"), filepath.Join(dir, "linked"))
 	served("replaced symlinked folder", "linked.example.com:80", "/step-6")
-	testenv.WriteFile(t, filepath.Join(outside, "v2", "extra.yaml"), vsYAML("extra", "extra.example.com", "/extra"))
+	serverenv.WriteFile(t, filepath.Join(outside, "v2", "extra.yaml"), vsYAML("extra", "extra.example.com", "/extra"))
 	served("file in the new link target", "extra.example.com:80", "/extra")
 
 	// A ConfigMap update: new folder, ..data swapped, old folder removed.
@@ -243,7 +243,7 @@ func TestFileWritesNeverWithdrawRoutes(t *testing.T) {
 	mustDo(t, os.Symlink(dir, loop))
 	write("routes.yaml", step(8))
 	served("change after a symlink loop", "bookinfo.example.com:80", "/step-8")
-	if cz := e.configz(); !slices.ContainsFunc(cz.Errors, func(ce xds.ConfigzError) bool {
+	if cz := e.configz(); !slices.ContainsFunc(cz.Errors, func(ce debugapi.ConfigzError) bool {
 		return ce.Source == loop && strings.Contains(ce.Message, "symlink loop")
 	}) {
 		t.Errorf("configz errors do not report the loop at %s: %+v", loop, cz.Errors)
@@ -294,7 +294,7 @@ func TestNewcomerDoesNotTakeOverAName(t *testing.T) {
 	if n > 0 {
 		t.Fatalf("%d responses carried the newcomer's route", n)
 	}
-	if cz := e.configz(); !slices.ContainsFunc(cz.Errors, func(ce xds.ConfigzError) bool {
+	if cz := e.configz(); !slices.ContainsFunc(cz.Errors, func(ce debugapi.ConfigzError) bool {
 		return strings.HasSuffix(ce.Source, "aaa.yaml (document 1)") && strings.Contains(ce.Message, filepath.Join(e.dir, "routes.yaml"))
 	}) {
 		t.Errorf("configz does not report aaa.yaml as a duplicate of routes.yaml: %+v", cz.Errors)

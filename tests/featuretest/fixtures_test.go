@@ -7,19 +7,12 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 var publicLabels = map[string]string{"istio": "ingressgateway"}
 
-const gatewaysYAML = `
-apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata: {name: public, namespace: istio-system}
-spec:
-  selector: {istio: ingressgateway}
-  servers:
-  - {name: http, port: {number: 80, name: http, protocol: HTTP}, hosts: ["*/*"]}
----
+const gatewaysYAML = objects.PublicGatewayYAML + `---
 apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: internal, namespace: istio-system}

@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 const gatewayAPIYAML = `
@@ -63,10 +64,10 @@ func gatewayAPIProxy(t *testing.T, e *env, pod, ns, name string) *adsc.Client {
 	return c
 }
 
-func configz(t *testing.T, e *env) xds.Configz {
+func configz(t *testing.T, e *env) debugapi.Configz {
 	t.Helper()
 	code, body := e.get("/debug/configz")
-	var cz xds.Configz
+	var cz debugapi.Configz
 	if code != 200 {
 		t.Fatalf("configz %d %s", code, body)
 	}
@@ -77,20 +78,14 @@ func configz(t *testing.T, e *env) xds.Configz {
 }
 
 // waitConfigz polls /debug/configz (bounded) until cond holds.
-func waitConfigz(t *testing.T, e *env, what string, cond func(xds.Configz) bool) xds.Configz {
+func waitConfigz(t *testing.T, e *env, what string, cond func(debugapi.Configz) bool) debugapi.Configz {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		cz := configz(t, e)
-		if cond(cz) {
-			return cz
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(cz)
-			t.Fatalf("waiting for %s in /debug/configz: %.3000s", what, b)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var cz debugapi.Configz
+	if poll.Wait(func() bool { cz = configz(t, e); return cond(cz) }, poll.Timeout(waitTimeout), poll.Interval(20*time.Millisecond)) != nil {
+		b, _ := json.Marshal(cz)
+		t.Fatalf("waiting for %s in /debug/configz: %.3000s", what, b)
 	}
+	return cz
 }
 
 // File mode serves Gateway API YAML through the Gateway API conversion:
@@ -159,7 +154,7 @@ spec:
   rules:
   - matches: [{path: {type: Prefix, value: /bad}}]
 `)
-	cz = waitConfigz(t, e, "both errors of bad.yaml", func(cz xds.Configz) bool { return len(cz.Errors) == 2 })
+	cz = waitConfigz(t, e, "both errors of bad.yaml", func(cz debugapi.Configz) bool { return len(cz.Errors) == 2 })
 	for i, want := range []struct{ source, field, object string }{
 		{"bad.yaml (document 1)", "spec.rules[0].matches[0].bogus", "HTTPRoute default/typo"},
 		{"bad.yaml (document 2)", "spec.rules[0].matches[0].path.type", "HTTPRoute default/badvalue"},
@@ -173,8 +168,8 @@ spec:
 	// A half-written route file (a document that does not parse) keeps
 	// the route it had, as for Istio config.
 	e.write("route.yaml", httpRouteYAML("shop", "/api")+"---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: [\n")
-	waitConfigz(t, e, "the parse error of route.yaml", func(cz xds.Configz) bool {
-		return slices.ContainsFunc(cz.Errors, func(e xds.ConfigzError) bool { return strings.Contains(e.Source, "route.yaml") })
+	waitConfigz(t, e, "the parse error of route.yaml", func(cz debugapi.Configz) bool {
+		return slices.ContainsFunc(cz.Errors, func(e debugapi.ConfigzError) bool { return strings.Contains(e.Source, "route.yaml") })
 	})
 	// A later change, pushed after the broken file was taken in: the
 	// route is still there with it.
@@ -202,20 +197,20 @@ spec:
 // appears later resolves the route without touching the route's file.
 func TestGatewayAPIFileModeBackendFromServiceEntry(t *testing.T) {
 	e := newEnv(t, map[string]string{"gwapi.yaml": gatewayAPIYAML, "route.yaml": httpRouteYAML("shop", "/api")})
-	cz := waitConfigz(t, e, "BackendNotFound", func(cz xds.Configz) bool {
+	cz := waitConfigz(t, e, "BackendNotFound", func(cz debugapi.Configz) bool {
 		return cz.GatewayAPI != nil && len(cz.GatewayAPI.Routes) == 1 && len(cz.GatewayAPI.Routes[0].Parents) == 1 &&
 			hasReason(cz.GatewayAPI.Routes[0].Parents[0].Conditions, "ResolvedRefs", "BackendNotFound")
 	})
 	// The conversion's error names the file and document, the object and
 	// the field.
-	if !slices.ContainsFunc(cz.Errors, func(e xds.ConfigzError) bool {
+	if !slices.ContainsFunc(cz.Errors, func(e debugapi.ConfigzError) bool {
 		return strings.HasSuffix(e.Source, "route.yaml (document 1)") && e.Field == "spec.rules[0].backendRefs[0]" &&
 			strings.Contains(e.Message, "HTTPRoute default/shop")
 	}) {
 		t.Errorf("no error naming route.yaml, the route and the backendRef: %+v", cz.Errors)
 	}
 	e.write("services.yaml", servicesYAML)
-	waitConfigz(t, e, "ResolvedRefs once the ServiceEntry exists", func(cz xds.Configz) bool {
+	waitConfigz(t, e, "ResolvedRefs once the ServiceEntry exists", func(cz debugapi.Configz) bool {
 		return len(cz.GatewayAPI.Routes) == 1 && hasCondition(cz.GatewayAPI.Routes[0].Parents[0].Conditions, "ResolvedRefs", "True")
 	})
 	edge := gatewayAPIProxy(t, e, "edge-1", "default", "edge")
@@ -227,10 +222,10 @@ func TestGatewayAPIFileModeBackendFromServiceEntry(t *testing.T) {
 func TestGatewayAPIOffInFileMode(t *testing.T) {
 	dir := t.TempDir()
 	for name, data := range map[string]string{"services.yaml": servicesYAML, "gwapi.yaml": gatewayAPIYAML, "route.yaml": httpRouteYAML("shop", "/api")} {
-		testenv.WriteFile(t, dir+"/"+name, data)
+		serverenv.WriteFile(t, dir+"/"+name, data)
 	}
 	e := &env{t: t, dir: dir}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: dir, GatewayAPI: bootstrap.GatewayAPIOptions{Disabled: true}})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir, GatewayAPI: bootstrap.GatewayAPIOptions{Disabled: true}})
 	cz := configz(t, e)
 	if cz.GatewayAPI != nil {
 		t.Errorf("configz has a Gateway API section with the Gateway API off: %+v", cz.GatewayAPI)
@@ -252,8 +247,8 @@ func TestGatewayAPIOffInFileMode(t *testing.T) {
 
 // The bundled sample (make run) serves its Gateway API example.
 func TestGatewayAPISample(t *testing.T) {
-	e := &env{t: t, dir: testenv.CopyDir(t, "../../manifests/samples")}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir})
+	e := &env{t: t, dir: serverenv.CopyDir(t, "../../manifests/samples")}
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir})
 	edge := gatewayAPIProxy(t, e, "edge-1", "default", "edge")
 	s := waitFor(t, edge, "the sample HTTPRoute", func(s adsc.State) bool {
 		return allACKed(s) && hasPathPrefix(s, "http.8080", "gwapi.example.com:8080", "/reviews")
@@ -322,7 +317,7 @@ spec:
     backendRefs: [{group: networking.istio.io, kind: Hostname, name: payments.example.net, port: 443}]
 `
 	e := newEnv(t, map[string]string{"gwapi.yaml": gatewayAPIYAML, "route.yaml": route, "external.yaml": external})
-	waitConfigz(t, e, "ResolvedRefs for the Hostname backend", func(cz xds.Configz) bool {
+	waitConfigz(t, e, "ResolvedRefs for the Hostname backend", func(cz debugapi.Configz) bool {
 		return cz.GatewayAPI != nil && len(cz.GatewayAPI.Routes) == 1 && len(cz.GatewayAPI.Routes[0].Parents) == 1 &&
 			hasCondition(cz.GatewayAPI.Routes[0].Parents[0].Conditions, "ResolvedRefs", "True")
 	})

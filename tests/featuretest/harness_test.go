@@ -15,12 +15,12 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const waitTimeout = testenv.WaitTimeout
+const waitTimeout = serverenv.WaitTimeout
 
 type env struct {
 	t      *testing.T
@@ -36,14 +36,14 @@ func newEnv(t *testing.T, files map[string]string) *env {
 	for name, data := range files {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir})
 	return e
 }
 
 // write replaces a config file atomically, as editors and tools do.
 func (e *env) write(name, data string) {
 	e.t.Helper()
-	testenv.WriteFile(e.t, filepath.Join(e.dir, name), data)
+	serverenv.WriteFile(e.t, filepath.Join(e.dir, name), data)
 }
 
 func (e *env) remove(name string) {
@@ -56,16 +56,16 @@ func (e *env) remove(name string) {
 // gateway connects an Envoy-like gateway with Istio's node identity.
 func (e *env) gateway(pod string, labels map[string]string, reject func(string, []*anypb.Any) error) *adsc.Client {
 	e.t.Helper()
-	return testenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, labels, reject)
+	return serverenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, labels, reject)
 }
 
 // waitFor waits until cond holds for the client's accepted state.
 func waitFor(t *testing.T, c *adsc.Client, what string, cond func(adsc.State) bool) adsc.State {
 	t.Helper()
-	return testenv.WaitFor(t, c, what, waitTimeout, cond)
+	return serverenv.WaitFor(t, c, what, waitTimeout, cond)
 }
 
-func describe(s adsc.State) string { return testenv.Describe(s) }
+func describe(s adsc.State) string { return serverenv.Describe(s) }
 
 // get fetches a path from the debug HTTP server.
 func (e *env) get(path string) (int, string) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,9 +20,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/heap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // bulkServicesYAML is n ServiceEntries: a CDS response of several hundred
@@ -64,27 +65,6 @@ func (e *env) metricValue(name string) float64 {
 	return 0
 }
 
-// poll waits for cond, which no client event announces (server metrics).
-func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	for range 3 {
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // Hundreds of gateways that stop reading do not delay an edit reaching a
 // good gateway; at their send deadline they are closed and counted, and
 // the heap returns near where it was.
@@ -100,19 +80,19 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 	for name, data := range files {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelWarn),
-		Limits: bootstrap.Limits{XDS: xds.Limits{SendTimeout: sendTimeout}}})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: serverenv.Logger(t, slog.LevelWarn),
+		Limits: bootstrap.Limits{XDS: limits.Options{SendTimeout: sendTimeout}}})
 	good := e.gateway("good-1", publicLabels, nil)
 	waitFor(t, good, "initial config", func(s adsc.State) bool {
 		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
 	})
 
-	base := heapAfterGC()
+	base := heap.AfterGC()
 	conns := make([]*grpc.ClientConn, stuck)
 	for i := range conns {
-		conns[i] = testenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
+		conns[i] = serverenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
 	}
-	poll(t, "every stuck gateway connected", 30*time.Second, func() bool { return e.metricValue("pilot_xds") == stuck+1 })
+	poll.Until(t, "every stuck gateway connected", func() bool { return e.metricValue("pilot_xds") == stuck+1 }, poll.Timeout(30*time.Second), poll.Interval(20*time.Millisecond))
 
 	start := time.Now()
 	e.write("routes.yaml", routesYAML("/edited"))
@@ -123,10 +103,10 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 		t.Errorf("the edit took %v, past the stuck streams' send deadline (%v): they delayed it", took, sendTimeout)
 	}
 
-	poll(t, "stuck streams closed at their send deadline", 30*time.Second, func() bool {
+	poll.Until(t, "stuck streams closed at their send deadline", func() bool {
 		return e.metricValue("pilot_xds_write_timeout") >= stuck
-	})
-	poll(t, "only the good gateway connected", 30*time.Second, func() bool { return e.metricValue("pilot_xds") == 1 })
+	}, poll.Timeout(30*time.Second), poll.Interval(20*time.Millisecond))
+	poll.Until(t, "only the good gateway connected", func() bool { return e.metricValue("pilot_xds") == 1 }, poll.Timeout(30*time.Second), poll.Interval(20*time.Millisecond))
 	if got := e.metricValue("pilot_xds_write_timeout"); got != stuck {
 		t.Errorf("pilot_xds_write_timeout = %v, want %d", got, stuck)
 	}
@@ -136,7 +116,7 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	after := heapAfterGC()
+	after := heap.AfterGC()
 	t.Logf("heap %d MiB before the stuck streams, %d MiB after they closed", base>>20, after>>20)
 	if after > base+64<<20 {
 		t.Errorf("heap grew from %d MiB to %d MiB after the stuck streams closed", base>>20, after>>20)
@@ -151,7 +131,7 @@ func TestGRPCAndDebugLimits(t *testing.T) {
 	for name, data := range baseFiles() {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelWarn),
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: serverenv.Logger(t, slog.LevelWarn),
 		Limits: bootstrap.Limits{MaxRecvMsgBytes: 64 << 10, MaxStreamsPerConnection: 2}})
 
 	conn, err := grpc.NewClient(e.server.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

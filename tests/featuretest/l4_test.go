@@ -11,7 +11,7 @@ import (
 	tcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 )
 
@@ -135,7 +135,7 @@ func TestGatewayTLSAndTCP(t *testing.T) {
 		t.Errorf("httpsRedirect: virtual host %v, want require_tls ALL (a 301 to https)", redirect)
 	}
 
-	if !slices.ContainsFunc(e.configz().Errors, func(ce xds.ConfigzError) bool {
+	if !slices.ContainsFunc(e.configz().Errors, func(ce debugapi.ConfigzError) bool {
 		return ce.Name == "edge" && ce.Field == "spec.servers[4].port.protocol" && strings.Contains(ce.Message, "port 80 already serves plain HTTP") && !ce.Warning
 	}) {
 		t.Errorf("conflict not reported: %+v", e.configz().Errors)

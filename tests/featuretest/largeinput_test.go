@@ -15,7 +15,9 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/heap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 var (
@@ -45,7 +47,7 @@ spec:
 func heapAt(t *testing.T, what string) uint64 {
 	t.Helper()
 	debug.FreeOSMemory()
-	h := heapAfterGC()
+	h := heap.AfterGC()
 	if *largeProfile != "" {
 		f, err := os.Create(filepath.Join(*largeProfile, what+".pprof"))
 		if err != nil {
@@ -118,7 +120,7 @@ func largeInputCase(t *testing.T, name string, yaml func() string, served func(a
 	for name, data := range baseFiles() {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelWarn)})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: serverenv.Logger(t, slog.LevelWarn)})
 	gw := e.gateway("gw-1", publicLabels, nil)
 	waitFor(t, gw, "initial config", func(s adsc.State) bool {
 		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
@@ -131,9 +133,9 @@ func largeInputCase(t *testing.T, name string, yaml func() string, served func(a
 
 	e.write("big.yaml", yaml())
 	if served != nil {
-		testenv.WaitFor(t, gw, "the large input", 5*time.Minute, served)
+		serverenv.WaitFor(t, gw, "the large input", 5*time.Minute, served)
 	} else {
-		poll(t, "the large input reported", 5*time.Minute, func() bool { return e.configProblem("big.yaml") })
+		poll.Until(t, "the large input reported", func() bool { return e.configProblem("big.yaml") }, poll.Timeout(5*time.Minute), poll.Interval(20*time.Millisecond))
 	}
 	with := heapAt(t, name+"-with")
 
@@ -143,7 +145,7 @@ func largeInputCase(t *testing.T, name string, yaml func() string, served func(a
 			return len(routePrefixes(s, "http.80")["big.example.com:80"]) == 0
 		})
 	} else {
-		poll(t, "the large input's problem cleared", waitTimeout, func() bool { return !e.configProblem("big.yaml") })
+		poll.Until(t, "the large input's problem cleared", func() bool { return !e.configProblem("big.yaml") }, poll.Timeout(waitTimeout), poll.Interval(20*time.Millisecond))
 	}
 	removed := heapAt(t, name+"-removed")
 	e.write("routes.yaml", routesYAML("/after"))
@@ -167,7 +169,7 @@ func TestUnreadableConfigFileReported(t *testing.T) {
 	for name, data := range baseFiles() {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelWarn)})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: serverenv.Logger(t, slog.LevelWarn)})
 	gw := e.gateway("gw-1", publicLabels, nil)
 	waitFor(t, gw, "initial config", func(s adsc.State) bool {
 		return allACKed(s) && hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews")
@@ -178,13 +180,13 @@ func TestUnreadableConfigFileReported(t *testing.T) {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
 	start := time.Now()
-	poll(t, "the named pipe reported", waitTimeout, func() bool { return e.configProblem("cannot read file: a named pipe") })
+	poll.Until(t, "the named pipe reported", func() bool { return e.configProblem("cannot read file: a named pipe") }, poll.Timeout(waitTimeout), poll.Interval(20*time.Millisecond))
 	t.Logf("reported %v after the pipe replaced the file", time.Since(start).Round(time.Millisecond))
 	if os.Geteuid() != 0 {
 		if err := os.Chmod(filepath.Join(e.dir, "gateways.yaml"), 0); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the file of mode 000 reported", waitTimeout, func() bool { return e.configProblem("cannot read file: permission denied") })
+		poll.Until(t, "the file of mode 000 reported", func() bool { return e.configProblem("cannot read file: permission denied") }, poll.Timeout(waitTimeout), poll.Interval(20*time.Millisecond))
 	}
 	_, metrics := e.get("/metrics")
 	if !strings.Contains(metrics, `wayfinder_config_errors{kind="none",origin="source",severity="error"}`) {

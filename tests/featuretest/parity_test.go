@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 )
 
@@ -66,7 +66,7 @@ spec:
 
 	errs := e.configz().Errors
 	find := func(field string, warning bool, msg string) bool {
-		return slices.ContainsFunc(errs, func(ce xds.ConfigzError) bool {
+		return slices.ContainsFunc(errs, func(ce debugapi.ConfigzError) bool {
 			return ce.Origin == "translation" && ce.Name == "shop" && ce.Field == field && ce.Warning == warning &&
 				strings.Contains(ce.Message, msg)
 		})

@@ -23,10 +23,11 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/debug"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // The secure port's authenticating interceptor comes with the TLS port;
@@ -75,7 +76,7 @@ func newSecretServer(t *testing.T, yaml string, secrets map[string][2][]byte, au
 	opts := xds.Options{
 		Store:    memory.New(cfgs),
 		Secrets:  store,
-		Logger:   testenv.Logger(t, 0),
+		Logger:   serverenv.Logger(t, 0),
 		Debounce: debounce.Options{QuietPeriod: time.Millisecond, MaxDelay: 10 * time.Millisecond},
 	}
 	var ds *xds.DiscoveryServer
@@ -98,7 +99,7 @@ func newSecretServer(t *testing.T, yaml string, secrets map[string][2][]byte, au
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.Serve(lis) })
 	wg.Go(func() { ds.Run(ctx) })
-	s := &secretServer{ds: ds, addr: lis.Addr().String(), http: httptest.NewServer(ds.DebugMux())}
+	s := &secretServer{ds: ds, addr: lis.Addr().String(), http: httptest.NewServer(debug.NewMux(debug.Options{State: ds}))}
 	t.Cleanup(func() { cancel(); g.Stop(); s.http.Close(); wg.Wait() })
 	ds.Synced()
 	select {

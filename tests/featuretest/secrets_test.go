@@ -22,6 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 )
@@ -206,9 +207,9 @@ func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 
 	// One translation per namespace and ServiceAccount: both istio-system
 	// gateways share a group; tenant and plaintext proxies have their own.
-	var sz xds.Syncz
+	var sz debugapi.Syncz
 	s.get(t, "/debug/syncz", &sz)
-	groups := map[string]xds.SyncProxy{}
+	groups := map[string]debugapi.SyncProxy{}
 	for _, p := range sz.Proxies {
 		groups[p.ID] = p
 	}
@@ -235,7 +236,7 @@ func TestGatewaySecretsStayInTheirNamespace(t *testing.T) {
 	if r := refusedTo(system.id); len(r) != 1 || !strings.HasPrefix(r[0], "apps/shop-cert: Gateway apps/shop may name Secrets of the proxy's namespace istio-system only") {
 		t.Errorf("syncz refusals for istio-system's gateway %q", r)
 	}
-	var cz xds.Configz
+	var cz debugapi.Configz
 	body := s.get(t, "/debug/configz", &cz)
 	found := false
 	for _, r := range cz.SecretRefusals {
@@ -312,7 +313,7 @@ func TestFailedReviewRefusesThenRetries(t *testing.T) {
 	if names := chainSecrets(t, lds); slices.Contains(names, "kubernetes://web-cert") {
 		t.Fatalf("chains fetch %v while the review fails", names)
 	}
-	var sz xds.Syncz
+	var sz debugapi.Syncz
 	s.get(t, "/debug/syncz", &sz)
 	if len(sz.Proxies) != 1 || len(sz.Proxies[0].SecretsRefused) == 0 || !strings.Contains(sz.Proxies[0].SecretsRefused[len(sz.Proxies[0].SecretsRefused)-1].Reason, "SubjectAccessReview") {
 		t.Errorf("syncz %+v, want the Secret refused because the review failed", sz.Proxies)
@@ -402,7 +403,7 @@ func TestReviewNeverHoldsAPush(t *testing.T) {
 	if tl := tenant.fetch(resource.ListenerType); len(tl.GetResources()) == 0 {
 		t.Fatal("a second gateway got no listeners while a review hangs")
 	}
-	var sz xds.Syncz
+	var sz debugapi.Syncz
 	s.get(t, "/debug/syncz", &sz)
 	for _, p := range sz.Proxies {
 		if p.ID == sys.id && (len(p.SecretsRefused) == 0 || !strings.Contains(p.SecretsRefused[len(p.SecretsRefused)-1].Reason, "not answered yet")) {

@@ -11,7 +11,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/certs"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // File mode with --tls-cert-file in a Secret-volume layout and client
@@ -33,7 +33,7 @@ func TestSecurePortRotatesCertificateWithoutDroppingStreams(t *testing.T) {
 	for name, data := range baseFiles() {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: cfgDir, Security: bootstrap.SecurityOptions{
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: cfgDir, Security: bootstrap.SecurityOptions{
 		SecureGRPCAddr: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caFile,
 	}})
 

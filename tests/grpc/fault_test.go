@@ -12,16 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-const faultVS = `apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata:
-  name: echo
-  namespace: default
-spec:
-  hosts:
-  - echo
-  http:
-  - name: abort-half
+const faultVS = echoVSHead + `  - name: abort-half
     match:
     - headers:
         x-fault:

@@ -10,10 +10,8 @@ package grpc_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -34,6 +32,7 @@ import (
 	"google.golang.org/grpc/xds"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // TestMain runs the tests, stops the shared Kubernetes cluster if a
@@ -169,6 +168,19 @@ spec:
 	return b.String()
 }
 
+// echoVSHead opens the VirtualService default/echo for host echo; the
+// tests append its http routes.
+const echoVSHead = `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: echo
+  namespace: default
+spec:
+  hosts:
+  - echo
+  http:
+`
+
 type env struct {
 	t      *testing.T
 	dir    string
@@ -183,29 +195,14 @@ func newEnv(t *testing.T, files map[string]string) *env {
 	for name, data := range files {
 		e.write(name, data)
 	}
-	e.server = testenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: testenv.Logger(t, slog.LevelInfo)})
+	e.server = serverenv.StartServer(t, bootstrap.Options{ConfigDir: e.dir, Logger: serverenv.Logger(t, slog.LevelInfo)})
 	return e
 }
 
 // write replaces a config file atomically, as editors and tools do.
 func (e *env) write(name, data string) {
 	e.t.Helper()
-	testenv.WriteFile(e.t, filepath.Join(e.dir, name), data)
-}
-
-// get fetches a path from the debug HTTP server.
-func (e *env) get(path string) string {
-	e.t.Helper()
-	resp, err := http.Get("http://" + e.server.HTTPAddr().String() + path)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return string(body)
+	serverenv.WriteFile(e.t, filepath.Join(e.dir, name), data)
 }
 
 // bootstrapJSON is a gRPC xDS bootstrap pointing at the control plane,
@@ -266,16 +263,10 @@ func call(c testpb.TestServiceClient, md ...string) (string, error) {
 func waitUntil(t *testing.T, what string, do func() (string, error), ok func(string, error) bool) {
 	t.Helper()
 	const maxTries = 20000
-	deadline := time.Now().Add(waitTimeout)
-	var last string
-	var lastErr error
-	for i := 0; i < maxTries && time.Now().Before(deadline); i++ {
-		last, lastErr = do()
-		if ok(last, lastErr) {
-			return
-		}
-	}
-	t.Fatalf("waiting for %s: last RPC answered %q, error %v", what, last, lastErr)
+	poll.Seen(t, what, func() (string, bool) {
+		last, err := do()
+		return fmt.Sprintf("RPC answered %q, error %v", last, err), ok(last, err)
+	}, poll.Timeout(waitTimeout), poll.Tries(maxTries), poll.Interval(0))
 }
 
 // counter tallies RPC outcomes safely from several goroutines.

@@ -21,15 +21,15 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // cluster is the Kubernetes API server (etcd and kube-apiserver on
 // loopback) the Kubernetes-mode tests share. It starts on the first
 // cluster.Get, so the file-mode tests start nothing; without the binaries
 // those tests are skipped (failed when CI=true).
-var cluster harness.Shared
+var cluster apiserver.Shared
 
 // kubeWaitTimeout bounds waits on the API server and on the control plane
 // reading it: a shared 2-core machine under -race can take seconds.
@@ -141,8 +141,8 @@ func TestKubeWeightedSplitAndShift(t *testing.T) {
 
 	a := startBackend(t, "a", map[string]string{"version": "v1"})
 	b := startBackend(t, "b", map[string]string{"version": "v2"})
-	s := testenv.StartServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
-		Logger: testenv.Logger(t, slog.LevelInfo)})
+	s := serverenv.StartServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
+		Logger: serverenv.Logger(t, slog.LevelInfo)})
 	serverUp := time.Now()
 	events := watchStore(s, schema.ServiceEntry, schema.DestinationRule, schema.VirtualService)
 

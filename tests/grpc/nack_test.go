@@ -16,18 +16,25 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster/policy"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/grpcgen"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/debug"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // leakyLBGenerator is the translator with one guard removed, on purpose:
@@ -36,10 +43,10 @@ import (
 // (a valid lb_policy) and gRPC-Go NACKs ("unexpected lbPolicy"). grpcgen
 // itself never emits a resource gRPC rejects, so the rejection path can
 // only be exercised with such a deliberately broken generator.
-type leakyLBGenerator struct{ xds.CoreGenerator }
+type leakyLBGenerator struct{ core.DefaultGenerator }
 
-func (g leakyLBGenerator) BuildProxyless(push *model.PushContext) xds.ProxylessResources {
-	res := g.CoreGenerator.BuildProxyless(push)
+func (g leakyLBGenerator) BuildProxyless(push *model.PushContext) grpcgen.Resources {
+	res := g.DefaultGenerator.BuildProxyless(push)
 	for i, c := range res.Clusters {
 		port, subset, host, err := model.ParseClusterName(c.GetName())
 		if err != nil {
@@ -62,15 +69,16 @@ type plane struct {
 	ads, debug net.Listener
 }
 
-func startPlane(t *testing.T, dir string, gen xds.Generator) *plane {
+func startPlane(t *testing.T, dir string, gen core.Generator) *plane {
 	t.Helper()
-	logger := testenv.Logger(t, slog.LevelInfo)
+	logger := serverenv.Logger(t, slog.LevelInfo)
 	store, err := file.New(file.Options{Dir: dir, RescanInterval: time.Hour, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
+	registry := prometheus.NewRegistry()
 	ds := xds.NewDiscoveryServer(xds.Options{
-		Store: store, Errors: store, Generator: gen, Logger: logger,
+		Store: store, Errors: store, Generator: gen, Logger: logger, Registry: registry,
 		Debounce: debounce.Options{QuietPeriod: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
 	})
 	for _, k := range schema.Kinds() {
@@ -81,8 +89,9 @@ func startPlane(t *testing.T, dir string, gen xds.Generator) *plane {
 	}
 	gs := grpc.NewServer()
 	ds.Register(gs)
-	mux := http.NewServeMux()
-	ds.RegisterDebug(mux)
+	// The debug endpoints and /metrics, as bootstrap mounts them.
+	mux := debug.NewMux(debug.Options{State: ds})
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	p := &plane{}
 	if p.ads, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -107,16 +116,8 @@ func startPlane(t *testing.T, dir string, gen xds.Generator) *plane {
 		_ = hs.Close()
 		wg.Wait()
 	})
-	deadline := time.Now().Add(waitTimeout)
-	for !store.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatal("config source did not sync")
-		}
-		select {
-		case <-time.After(10 * time.Millisecond): // the file source has no sync channel
-		case <-ctx.Done():
-		}
-	}
+	// The file source has no sync channel.
+	poll.Until(t, "the config source to sync", store.HasSynced, poll.Timeout(waitTimeout), poll.Interval(10*time.Millisecond))
 	ds.Synced()
 	select {
 	case <-ds.FirstPushDone():
@@ -143,9 +144,9 @@ func (p *plane) get(t *testing.T, path string) string {
 var rejectsCDS = regexp.MustCompile(`(?m)^pilot_total_xds_rejects\{type="cds"\} (\d+)`)
 
 // cdsNack returns the last cluster NACK /debug/syncz shows for node, if any.
-func (p *plane) cdsNack(t *testing.T, node string) *xds.SyncNack {
+func (p *plane) cdsNack(t *testing.T, node string) *debugapi.SyncNack {
 	t.Helper()
-	var sz xds.Syncz
+	var sz debugapi.Syncz
 	if err := json.Unmarshal([]byte(p.get(t, "/debug/syncz")), &sz); err != nil {
 		t.Fatal(err)
 	}
@@ -201,20 +202,17 @@ func TestRejectedUpdateKeepsLastGoodConfig(t *testing.T) {
 
 	// The bad update: every echo cluster now says RANDOM.
 	e.write("dr.yaml", randomLBRule())
-	var nack *xds.SyncNack
+	var nack *debugapi.SyncNack
 	rpcs := 0
-	deadline := time.Now().Add(waitTimeout)
-	for nack == nil && time.Now().Before(deadline) && rpcs < 20000 {
+	poll.Until(t, "gRPC to NACK the RANDOM clusters (in syncz)", func() bool {
 		name, err := call(c)
 		rpcs++
 		if err != nil || name != "a" {
 			t.Fatalf("RPC %d during the rejected update answered %q, err %v; want a", rpcs, name, err)
 		}
 		nack = p.cdsNack(t, node)
-	}
-	if nack == nil {
-		t.Fatal("gRPC did not NACK the RANDOM clusters (or syncz does not show it)")
-	}
+		return nack != nil
+	}, poll.Timeout(waitTimeout), poll.Tries(20000), poll.Interval(0))
 	t.Logf("NACK after %d RPCs: %s", rpcs, nack.Message)
 	if !strings.Contains(nack.Message, "lbPolicy") && !strings.Contains(nack.Message, "RANDOM") {
 		t.Errorf("NACK message %q does not name the lb policy", nack.Message)

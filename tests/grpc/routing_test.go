@@ -2,11 +2,14 @@ package grpc_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -123,16 +126,13 @@ func rpcsUntilAll(t *testing.T, c testpb.TestServiceClient, names ...string) map
 		}
 		return true
 	}
-	deadline := time.Now().Add(waitTimeout)
-	for i := 0; i < 20000 && time.Now().Before(deadline) && !all(); i++ {
+	poll.Seen(t, fmt.Sprintf("every backend of %v to answer", names), func() (string, bool) {
 		name, err := call(c)
 		if err != nil {
 			t.Fatalf("RPC failed: %v", err)
 		}
 		seen[name]++
-	}
-	if !all() {
-		t.Fatalf("not every backend of %v answered: %v", names, seen)
-	}
+		return fmt.Sprint(seen), all()
+	}, poll.Timeout(waitTimeout), poll.Tries(20000), poll.Interval(0))
 	return seen
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
@@ -16,7 +15,8 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/certs"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // A proxyless gRPC client reaches the secure ADS port over TLS, proving
@@ -40,8 +40,8 @@ func TestProxylessClientOverTLS(t *testing.T) {
 	serving := servingCA.Server(t, "pilot-discovery.wayfinder-system.svc") // and 127.0.0.1
 	a := startBackend(t, "a", map[string]string{"version": "v1"})
 	cfgDir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(cfgDir, "se.yaml"), serviceEntry(a))
-	s := testenv.StartServer(t, bootstrap.Options{ConfigDir: cfgDir, Security: bootstrap.SecurityOptions{
+	serverenv.WriteFile(t, filepath.Join(cfgDir, "se.yaml"), serviceEntry(a))
+	s := serverenv.StartServer(t, bootstrap.Options{ConfigDir: cfgDir, Security: bootstrap.SecurityOptions{
 		SecureGRPCAddr: "127.0.0.1:0", TLSCertFile: write("tls.crt", serving.CertPEM), TLSKeyFile: write("tls.key", serving.KeyPEM),
 		ClientCAFile: write("client-ca.pem", clientCA.PEM),
 	}})
@@ -89,15 +89,15 @@ func TestProxylessClientOverTLS(t *testing.T) {
 		t.Fatalf("the refused client routed an RPC to %q", name)
 	}
 	metricURL := "http://" + s.HTTPAddr().String() + "/metrics"
-	deadline := time.Now().Add(waitTimeout)
-	for namespaceMismatches(t, metricURL) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the client whose certificate names another namespace was not refused")
+	poll.Until(t, "the client whose certificate names another namespace to be refused", func() bool {
+		if namespaceMismatches(t, metricURL) >= 1 {
+			return true
 		}
 		if _, err := call(good); err != nil { // paces the wait with useful work
 			t.Fatalf("the good client failed while another was refused: %v", err)
 		}
-	}
+		return false
+	}, poll.Timeout(waitTimeout), poll.Interval(0))
 	if name, err := call(good); err != nil || name != "a" {
 		t.Errorf("good client after the refusal: %q, %v", name, err)
 	}

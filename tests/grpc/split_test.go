@@ -8,16 +8,7 @@ import (
 // splitVS sends weightV1 percent of echo's traffic to subset v1, the rest
 // to v2.
 func splitVS(weightV1 int) string {
-	return `apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata:
-  name: echo
-  namespace: default
-spec:
-  hosts:
-  - echo
-  http:
-  - route:
+	return echoVSHead + `  - route:
     - destination:
         host: echo
         subset: v1

@@ -9,16 +9,7 @@ import (
 
 // allTo routes every RPC to one subset.
 func allTo(subset string) string {
-	return `apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata:
-  name: echo
-  namespace: default
-spec:
-  hosts:
-  - echo
-  http:
-  - route:
+	return echoVSHead + `  - route:
     - destination:
         host: echo
         subset: ` + subset + `

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
 )
 
 const (
@@ -33,7 +33,7 @@ const (
 	namespace = "wayfinder-system"
 )
 
-var cluster harness.Shared
+var cluster apiserver.Shared
 
 func TestMain(m *testing.M) { os.Exit(cluster.Run(m)) }
 
@@ -390,13 +390,13 @@ watchNamespaces: [default]
 security: {enabled: false}
 `} {
 		objs, docs := render(t, vals)
-		if _, err := c.Apply(ctx, harness.ApplyOptions{}, docs[0]); err != nil { // the Namespace
+		if _, err := c.Apply(ctx, apiserver.ApplyOptions{}, docs[0]); err != nil { // the Namespace
 			t.Fatal(err)
 		}
-		if _, err := c.Apply(ctx, harness.ApplyOptions{DryRun: true}, docs...); err != nil {
+		if _, err := c.Apply(ctx, apiserver.ApplyOptions{DryRun: true}, docs...); err != nil {
 			t.Fatalf("dry run of %q: %v", vals, err)
 		}
-		applied, err := c.Apply(ctx, harness.ApplyOptions{}, docs...)
+		applied, err := c.Apply(ctx, apiserver.ApplyOptions{}, docs...)
 		if err != nil {
 			t.Fatalf("apply of %q: %v", vals, err)
 		}

@@ -22,7 +22,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // deployerKinds are what the gateway deployer writes: no other rights
@@ -204,7 +205,7 @@ func TestGatewayDeployerRightsOnAPIServer(t *testing.T) {
 	apply := func(vals string) {
 		t.Helper()
 		_, docs := render(t, vals)
-		if _, err := c.Apply(ctx, harness.ApplyOptions{}, docs...); err != nil {
+		if _, err := c.Apply(ctx, apiserver.ApplyOptions{}, docs...); err != nil {
 			t.Fatalf("apply of %q: %v", vals, err)
 		}
 	}
@@ -239,13 +240,12 @@ func TestGatewayDeployerRightsOnAPIServer(t *testing.T) {
 	expect := func(what string, ns string, allowed bool) {
 		t.Helper()
 		var err error
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if poll.Wait(func() bool {
 			err = canDeploy(ns)
-			if allowed && err == nil || !allowed && apierrors.IsForbidden(err) {
-				return
-			}
+			return allowed && err == nil || !allowed && apierrors.IsForbidden(err)
+		}, poll.Timeout(30*time.Second), poll.Interval(100*time.Millisecond)) != nil {
+			t.Errorf("%s: %v, want allowed %v", what, err, allowed)
 		}
-		t.Errorf("%s: %v, want allowed %v", what, err, allowed)
 	}
 
 	unbind()

@@ -20,12 +20,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // The flood: junk tokens shaped like ServiceAccount tokens (a JWT of the
@@ -56,11 +56,7 @@ var floodSources = []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
 // reaches the server's authentication at all.
 func TestJunkTokenFloodLeavesGatewaysAndLeaseAlone(t *testing.T) {
 	c, ns := newCluster(t, "flood")
-	e := &secureEnv{env: &env{t: t, c: c, ns: ns, kube: c.Clientset()}, wf: ns}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	e := &secureEnv{env: clientEnv(t, c, ns), wf: ns}
 	e.createGateway("gw")
 	e.createVS(e.virtualService("first", "first.example.com", "x.example.com", ""))
 	e.server = startServer(t, bootstrap.Options{
@@ -71,17 +67,10 @@ func TestJunkTokenFloodLeavesGatewaysAndLeaseAlone(t *testing.T) {
 	e.must(err)
 	e.rootPEM = []byte(cm.Data[security.RootCertKey])
 	leases := e.kube.CoordinationV1().Leases(ns)
-	deadline := time.Now().Add(waitTimeout)
-	for {
+	poll.Until(t, "the status writer to take Lease "+ns+"/"+leaseName, func() bool {
 		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
-		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == floodPod {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the status writer never took Lease %s/%s", ns, leaseName)
-		}
-		time.Sleep(100 * time.Millisecond) // polling the API server, bounded by the deadline
-	}
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == floodPod
+	}, poll.Timeout(waitTimeout), poll.Interval(100*time.Millisecond))
 	token := e.c.Token(t, ns, "gateway", []string{"wayfinder"}, time.Hour)
 	reviewsBefore := apiServerTokenReviews(t, e)
 

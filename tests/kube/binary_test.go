@@ -6,14 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // binary is pilot-discovery, built once for the package's tests.
-func binary(t *testing.T) string { return testenv.BinaryOnce(t) }
+func binary(t *testing.T) string { return serverenv.BinaryOnce(t) }
 
 func msgIs(msg string) func(map[string]any) bool {
 	return func(m map[string]any) bool { return m["msg"] == msg }
@@ -27,15 +25,11 @@ func TestBinaryServesAllowedNamespacesAndNamesTheForbiddenOne(t *testing.T) {
 	c, allowed := newCluster(t, "bin")
 	forbidden := c.Namespace(t, "bin-forbidden")
 	c.AllowRestricted(t, allowed)
-	e := &env{t: t, c: c, ns: allowed, kube: c.Clientset()}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	e := clientEnv(t, c, allowed)
 	e.createGateway("gw")
 	e.createVS(e.virtualService("ok", "ok.example.com", "x.example.com", ""))
 
-	bin := testenv.StartBinary(t, binary(t), "--kubeconfig", c.RestrictedKubeconfig(),
+	bin := serverenv.StartBinary(t, binary(t), "--kubeconfig", c.RestrictedKubeconfig(),
 		"--watch-namespaces", allowed+","+forbidden, "--debounce-after", "10ms")
 	grpcAddr, httpAddr := bin.GRPCAddr, bin.HTTPAddr
 	refused := bin.WaitLogFunc("the forbidden watch", func(m map[string]any) bool {
@@ -52,7 +46,7 @@ func TestBinaryServesAllowedNamespacesAndNamesTheForbiddenOne(t *testing.T) {
 		t.Fatalf("/healthz/ready = %d, want 200 while a namespace is forbidden", resp.StatusCode)
 	}
 
-	gw := testenv.Gateway(t, grpcAddr, "gw-0", map[string]string{"istio": "ingressgateway"}, nil)
+	gw := serverenv.Gateway(t, grpcAddr, "gw-0", map[string]string{"istio": "ingressgateway"}, nil)
 	waitFor(t, gw, "the allowed namespace's config", func(s adsc.State) bool { return virtualHost(s, "ok.example.com", "") })
 
 	if err := bin.Stop(waitTimeout); err != nil {

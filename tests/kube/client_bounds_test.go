@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,39 +14,18 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/pkg/test/certs"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/heap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
-// newBoundsEnv is newSecureEnv with the given ADS limits.
-func newBoundsEnv(t *testing.T, limits xds.Limits) *secureEnv {
+// newBoundsEnv is a secureEnv whose server has the given ADS limits.
+func newBoundsEnv(t *testing.T, l limits.Options) *secureEnv {
 	t.Helper()
-	c, ns := newCluster(t, "bounds")
-	e := &secureEnv{env: &env{t: t, c: c, ns: ns, kube: c.Clientset()}, wf: c.Namespace(t, "bounds-wf"), other: c.Namespace(t, "bounds-other")}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	e.clientCA = certs.NewCA(t, "client-ca")
-	caFile := filepath.Join(t.TempDir(), "client-ca.pem")
-	e.must(os.WriteFile(caFile, e.clientCA.PEM, 0o600))
-	e.createGateway("gw")
-	e.createVS(e.virtualService("first", "first.example.com", "x.example.com", ""))
-	e.server = startServer(t, bootstrap.Options{
-		Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}, PodNamespace: e.wf,
-		Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0", ClientCAFile: caFile},
-		Limits:   bootstrap.Limits{XDS: limits},
-	})
-	cm, err := e.kube.CoreV1().ConfigMaps(e.wf).Get(ctx, security.RootCertConfigMap, metav1.GetOptions{})
-	e.must(err)
-	e.rootPEM = []byte(cm.Data[security.RootCertKey])
-	return e
+	return newSecureEnvWith(t, "bounds", bootstrap.Options{Limits: bootstrap.Limits{XDS: l}})
 }
 
 // rawDelta is a delta ADS stream to the secure port with a token, for a
@@ -105,12 +82,12 @@ func (r *rawDelta) end() error {
 // keep what they sent, and a good gateway of the same ServiceAccount is
 // served throughout.
 func TestLongNameDeltaStreamIsClosed(t *testing.T) {
-	e := newBoundsEnv(t, xds.Limits{})
+	e := newBoundsEnv(t, limits.Options{})
 	token := e.c.Token(t, e.ns, "gateway", []string{"wayfinder"}, time.Hour)
 	good, err := e.dial(e.ns, "gw-good", token, nil)
 	e.must(err)
 	waitFor(t, good, "config", func(s adsc.State) bool { return virtualHost(s, "first.example.com", "") })
-	base := heapAfterGC()
+	base := heap.AfterGC()
 
 	long := e.rawDelta(e.ns, "gw-long", token)
 	for i := 0; i < 249; i++ {
@@ -120,7 +97,7 @@ func TestLongNameDeltaStreamIsClosed(t *testing.T) {
 	}
 	// Measured while the client still holds its stream: before, the
 	// server held every name sent (258 MiB after 249 of them).
-	during := heapAfterGC()
+	during := heap.AfterGC()
 	wantCode(t, "a delta stream of 1 MiB names", long.end(), codes.ResourceExhausted, "name_length")
 
 	many := e.rawDelta(e.ns, "gw-many", token)
@@ -135,7 +112,7 @@ func TestLongNameDeltaStreamIsClosed(t *testing.T) {
 	}
 	wantCode(t, "a delta stream of 1 KB names", many.end(), codes.ResourceExhausted, "subscribed_bytes")
 
-	after := heapAfterGC()
+	after := heap.AfterGC()
 	t.Logf("heap %d MiB before, %d MiB while the 1 MiB names were sent, %d MiB after the two long-name streams", base>>20, during>>20, after>>20)
 	if during > base+16<<20 || after > base+16<<20 {
 		t.Errorf("heap grew from %d MiB to %d MiB (%d MiB after)", base>>20, during>>20, after>>20)
@@ -153,7 +130,7 @@ func TestLongNameDeltaStreamIsClosed(t *testing.T) {
 // refused with ResourceExhausted, another ServiceAccount of the namespace
 // is not affected, and a closed stream makes room.
 func TestStreamsPerServiceAccountAreBounded(t *testing.T) {
-	e := newBoundsEnv(t, xds.Limits{MaxStreamsPerIdentity: 2})
+	e := newBoundsEnv(t, limits.Options{MaxStreamsPerIdentity: 2})
 	aud := []string{"wayfinder"}
 	token := e.c.Token(t, e.ns, "gateway", aud, time.Hour)
 	var open []*adsc.Client
@@ -171,15 +148,9 @@ func TestStreamsPerServiceAccountAreBounded(t *testing.T) {
 		t.Errorf(`wayfinder_xds_limit_exceeded_total{limit="streams_per_identity"} = %v, want 1`, got)
 	}
 	open[1].Close()
-	deadline := time.Now().Add(waitTimeout)
-	for {
+	// Polled: the closed stream's end reaches the server asynchronously.
+	poll.Seen(t, "a stream after one of the two closed", func() (string, bool) {
 		err := e.refused(e.ns, "gw-4", token, nil)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a stream after one of the two closed: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond) // the closed stream's end reaches the server asynchronously
-	}
+		return fmt.Sprint(err), err == nil
+	}, poll.Timeout(waitTimeout), poll.Interval(100*time.Millisecond))
 }

@@ -2,9 +2,9 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	networking "istio.io/api/networking/v1alpha3"
@@ -16,6 +16,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // A tenant's DestinationRule for another namespace's Service, against the
@@ -29,11 +30,8 @@ import (
 func TestForeignDestinationRuleLeavesTheGatewayClusterAlone(t *testing.T) {
 	c := cluster.Get(t)
 	bank, evil := c.Namespace(t, "bank"), c.Namespace(t, "evil")
-	e := &env{t: t, c: c, ns: bank, kube: c.Clientset()}
+	e := clientEnv(t, c, bank)
 	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
 	// PodName and PodNamespace make the server write status.
 	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{bank, evil},
 		PodName: "wayfinder-0", PodNamespace: bank})
@@ -105,20 +103,20 @@ func maxConnections(c *clusterv3.Cluster) uint32 {
 // carries text.
 func waitForRuleStatus(t *testing.T, istio istioclient.Interface, ns, name, text string) {
 	t.Helper()
-	var last string
-	for deadline := time.Now().Add(waitTimeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	poll.Seen(t, fmt.Sprintf("DestinationRule %s/%s: Valid saying %q", ns, name, text), func() (string, bool) {
 		dr, err := istio.NetworkingV1().DestinationRules(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		var last string
 		for _, c := range dr.Status.GetConditions() {
 			if c.GetType() == status.ConditionValid {
 				last = c.GetMessage()
 				if strings.Contains(last, text) {
-					return
+					return last, true
 				}
 			}
 		}
-	}
-	t.Fatalf("DestinationRule %s/%s: Valid never said %q (last: %q)", ns, name, text, last)
+		return last, false
+	}, apiPoll...)
 }

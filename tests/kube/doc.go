@@ -1,5 +1,5 @@
 // Package kube holds the Kubernetes-mode tests of pilot-discovery against
-// a real API server (tests/kube/harness: etcd and kube-apiserver on
+// a real API server (pkg/test/apiserver: etcd and kube-apiserver on
 // loopback): config, Services and EndpointSlices written through the API
 // reach an Envoy-like ADS client (pkg/adsc); endpoint churn pushes EDS
 // only; watches survive an API server restart; a namespace the RBAC

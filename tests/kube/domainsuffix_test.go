@@ -6,7 +6,6 @@ import (
 	tcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	knetworking "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +20,8 @@ import (
 // VirtualService's HTTP and TCP destinations and from an Ingress backend.
 func TestDomainSuffixKube(t *testing.T) {
 	c, ns := newCluster(t, "suffix")
-	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	e := clientEnv(t, c, ns)
 	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
 	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
 		DomainSuffix: "example.internal", Ingress: bootstrap.IngressOptions{Class: ns}})
 

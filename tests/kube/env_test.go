@@ -27,15 +27,17 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
-var cluster harness.Shared
+var cluster apiserver.Shared
 
 func TestMain(m *testing.M) {
 	code := cluster.Run(m)
-	testenv.RemoveBinaryOnce()
+	serverenv.RemoveBinaryOnce()
 	os.Exit(code)
 }
 
@@ -43,10 +45,15 @@ func TestMain(m *testing.M) {
 // machine; events normally arrive in well under a second.
 const waitTimeout = 60 * time.Second
 
+// apiPoll is how these tests wait on the API server, the server's debug
+// pages and its metrics, none of which announces a change: bounded by
+// waitTimeout, asking every 50 ms.
+var apiPoll = []poll.Option{poll.Timeout(waitTimeout), poll.Interval(50 * time.Millisecond)}
+
 // env is one pilot-discovery in Kubernetes mode watching one namespace.
 type env struct {
 	t      *testing.T
-	c      *harness.Cluster
+	c      *apiserver.Cluster
 	ns     string
 	kube   kubernetes.Interface
 	istio  istioclient.Interface
@@ -54,7 +61,7 @@ type env struct {
 }
 
 // newCluster returns the shared cluster and a fresh namespace in it.
-func newCluster(t *testing.T, prefix string) (*harness.Cluster, string) {
+func newCluster(t *testing.T, prefix string) (*apiserver.Cluster, string) {
 	t.Helper()
 	c := cluster.Get(t)
 	return c, c.Namespace(t, prefix)
@@ -64,34 +71,50 @@ func newCluster(t *testing.T, prefix string) (*harness.Cluster, string) {
 // it is ready.
 func startServer(t *testing.T, opts bootstrap.Options) *bootstrap.Server {
 	t.Helper()
-	return testenv.StartServer(t, opts)
+	return serverenv.StartServer(t, opts)
 }
 
 // newEnv starts a server watching a new namespace with admin rights.
 func newEnv(t *testing.T, prefix string) *env {
 	t.Helper()
+	return newEnvWith(t, prefix, bootstrap.Options{})
+}
+
+// newEnvWith is newEnv with server options.
+func newEnvWith(t *testing.T, prefix string, opts bootstrap.Options) *env {
+	t.Helper()
 	c, ns := newCluster(t, prefix)
+	e := clientEnv(t, c, ns)
+	opts.Kubeconfig, opts.WatchNamespaces = c.Kubeconfig, []string{ns}
+	e.server = startServer(t, opts)
+	return e
+}
+
+// clientEnv is an env of namespace ns with its API clients and no server
+// yet, for tests that create objects first or start the server their own
+// way.
+func clientEnv(t *testing.T, c *apiserver.Cluster, ns string) *env {
+	t.Helper()
 	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
 	var err error
 	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
 		t.Fatal(err)
 	}
-	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}})
 	return e
 }
 
 // gateway connects an Envoy-like gateway selected by istio=ingressgateway.
 func (e *env) gateway(pod string) *adsc.Client {
 	e.t.Helper()
-	return testenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, map[string]string{"istio": "ingressgateway"}, nil)
+	return serverenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, map[string]string{"istio": "ingressgateway"}, nil)
 }
 
 func waitFor(t *testing.T, c *adsc.Client, what string, cond func(adsc.State) bool) adsc.State {
 	t.Helper()
-	return testenv.WaitFor(t, c, what, waitTimeout, cond)
+	return serverenv.WaitFor(t, c, what, waitTimeout, cond)
 }
 
-func describe(s adsc.State) string { return testenv.Describe(s) }
+func describe(s adsc.State) string { return serverenv.Describe(s) }
 
 // host is the cluster-local name of a Service in the env's namespace.
 func (e *env) host(svc string) string { return svc + "." + e.ns + ".svc.cluster.local" }
@@ -178,10 +201,7 @@ func (e *env) createVS(vs *networkingv1.VirtualService) {
 }
 
 func (e *env) service(name string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9080, TargetPort: intstr.FromString("web")}}},
-	}
+	return objects.Service(e.ns, name, corev1.ServicePort{Name: "http", Port: 9080, TargetPort: intstr.FromString("web")})
 }
 
 func (e *env) createService(name string) {
@@ -200,11 +220,7 @@ type ep struct {
 // whose named target port "web" resolves to 8080.
 func (e *env) applySlice(svc, name string, eps ...ep) {
 	e.t.Helper()
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
+	es := objects.EndpointSlice(e.ns, svc, name, []discoveryv1.EndpointPort{objects.TCPPort("http", 8080)})
 	for _, p := range eps {
 		x := discoveryv1.Endpoint{Addresses: []string{p.ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(p.ready)}}
 		if p.pod != "" {

@@ -14,12 +14,12 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 	"github.com/wayfinder-dev/wayfinder/tools/loadgen/load"
 )
 
@@ -73,10 +73,8 @@ func runServer(t *testing.T, opts bootstrap.Options) *runningServer {
 func TestControlPlaneRestartUnderGateways(t *testing.T) {
 	n := *restartGateways
 	c, ns := newCluster(t, "restart-gws")
-	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	e := clientEnv(t, c, ns)
 	var err error
-	e.istio, err = istioclient.NewForConfig(c.RESTConfig())
-	e.must(err)
 	host := e.host("reviews")
 	e.createGateway("gw")
 	vs := func(prefix string) networking.VirtualService {
@@ -99,7 +97,7 @@ func TestControlPlaneRestartUnderGateways(t *testing.T) {
 	opts := func() bootstrap.Options {
 		return bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}, GRPCAddr: addr, HTTPAddr: "127.0.0.1:0",
 			Debounce:      debounce.Options{QuietPeriod: 10 * time.Millisecond, MaxDelay: time.Second},
-			ShutdownGrace: 2 * time.Second, Logger: testenv.Logger(t, slog.LevelWarn)}
+			ShutdownGrace: 2 * time.Second, Logger: serverenv.Logger(t, slog.LevelWarn)}
 	}
 	first := runServer(t, opts())
 
@@ -148,19 +146,18 @@ func TestControlPlaneRestartUnderGateways(t *testing.T) {
 // released; the bind is retried briefly.
 func runServerRetry(t *testing.T, opts func() bootstrap.Options) *runningServer {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		o := opts()
+	var o bootstrap.Options
+	// Polled: the old listener's port is released asynchronously.
+	poll.Seen(t, "the address to be released", func() (string, bool) {
+		o = opts()
 		l, err := net.Listen("tcp", o.GRPCAddr)
-		if err == nil {
-			l.Close()
-			return runServer(t, o)
+		if err != nil {
+			return o.GRPCAddr + ": " + err.Error(), false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("address %s not released: %v", o.GRPCAddr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // the old listener's port is released asynchronously
-	}
+		l.Close()
+		return "", true
+	}, poll.Timeout(10*time.Second), poll.Interval(20*time.Millisecond))
+	return runServer(t, o)
 }
 
 // sumMetric adds every sample of metric name on s's /metrics.

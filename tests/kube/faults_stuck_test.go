@@ -3,45 +3,22 @@ package kube
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/heap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
-
-// newEnvWith is newEnv with server options.
-func newEnvWith(t *testing.T, prefix string, opts bootstrap.Options) *env {
-	t.Helper()
-	c, ns := newCluster(t, prefix)
-	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	opts.Kubeconfig, opts.WatchNamespaces = c.Kubeconfig, []string{ns}
-	e.server = startServer(t, opts)
-	return e
-}
-
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	for range 3 {
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // In Kubernetes mode, gateways that stop reading do not delay a change
 // reaching a good gateway; at their send deadline they are closed and
@@ -49,8 +26,8 @@ func heapAfterGC() uint64 {
 func TestStuckGatewaysInKubernetesMode(t *testing.T) {
 	const stuck = 100
 	const sendTimeout = 5 * time.Second
-	e := newEnvWith(t, "stuck", bootstrap.Options{Logger: testenv.Logger(t, slog.LevelWarn),
-		Limits: bootstrap.Limits{XDS: xds.Limits{SendTimeout: sendTimeout}}})
+	e := newEnvWith(t, "stuck", bootstrap.Options{Logger: serverenv.Logger(t, slog.LevelWarn),
+		Limits: bootstrap.Limits{XDS: limits.Options{SendTimeout: sendTimeout}}})
 	host := e.host("reviews")
 	cluster := model.ClusterName(9080, "", host)
 	e.createGateway("gw")
@@ -75,20 +52,20 @@ func TestStuckGatewaysInKubernetesMode(t *testing.T) {
 		return virtualHost(s, "a.example.com", cluster) && len(s.Clusters) > 2000
 	})
 
-	base := heapAfterGC()
+	base := heap.AfterGC()
 	for i := range stuck {
-		testenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
+		serverenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
 	}
 	// Every stuck stream opened: connected still, or already closed at its
 	// deadline (on a slow machine the first reach it before the last
 	// connect).
-	waitUntil(t, "every stuck gateway connected", func() bool {
+	poll.Until(t, "every stuck gateway connected", func() bool {
 		return e.metric("pilot_xds")+e.metric("pilot_xds_write_timeout") >= stuck+1
-	})
+	}, apiPoll...)
 
 	// What the stuck gateways hold is their blocked responses, which are
 	// shared, not copied per stream.
-	during := heapAfterGC()
+	during := heap.AfterGC()
 	t.Logf("heap %d MiB with %d gateways not reading", during>>20, stuck)
 	if during > base+128<<20 {
 		t.Errorf("heap grew from %d MiB to %d MiB with %d gateways not reading", base>>20, during>>20, stuck)
@@ -102,12 +79,12 @@ func TestStuckGatewaysInKubernetesMode(t *testing.T) {
 	if took >= sendTimeout {
 		t.Errorf("the change took %v, past the stuck gateways' send deadline (%v): they delayed it", took, sendTimeout)
 	}
-	waitUntil(t, "stuck gateways closed at their send deadline", func() bool { return e.metric("pilot_xds_write_timeout") >= stuck })
-	waitUntil(t, "only the good gateway connected", func() bool { return e.metric("pilot_xds") == 1 })
+	poll.Until(t, "stuck gateways closed at their send deadline", func() bool { return e.metric("pilot_xds_write_timeout") >= stuck }, apiPoll...)
+	poll.Until(t, "only the good gateway connected", func() bool { return e.metric("pilot_xds") == 1 }, apiPoll...)
 	e.createVS(e.virtualService("c", "c.example.com", host, ""))
 	waitFor(t, good, "a later change", func(s adsc.State) bool { return virtualHost(s, "c.example.com", cluster) })
 
-	after := heapAfterGC()
+	after := heap.AfterGC()
 	t.Logf("heap %d MiB before the stuck gateways, %d MiB after they were closed", base>>20, after>>20)
 	if after > base+64<<20 {
 		t.Errorf("heap grew from %d MiB to %d MiB after the stuck gateways were closed", base>>20, after>>20)

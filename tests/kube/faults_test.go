@@ -21,8 +21,8 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // outage is how long TestAPIServerOutageKeepsServing keeps the API server
@@ -51,7 +51,7 @@ type watcher struct {
 func (e *env) watchingGateway(pod, cluster string, hosts ...string) *watcher {
 	e.t.Helper()
 	w := &watcher{hosts: hosts, remote: cluster}
-	w.Client = testenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, map[string]string{"istio": "ingressgateway"}, w.check)
+	w.Client = serverenv.Gateway(e.t, e.server.GRPCAddr().String(), pod, map[string]string{"istio": "ingressgateway"}, w.check)
 	return w
 }
 
@@ -211,8 +211,8 @@ func TestWatchExpiredRelistsWithoutLoss(t *testing.T) {
 	e.c.StopAPIServer()
 	// While it is down: VirtualService c is added and b gets a second
 	// host, straight in etcd (custom resources are stored as JSON).
-	keyA := harness.EtcdKey("networking.istio.io", "virtualservices", e.ns, "a")
-	keyB := harness.EtcdKey("networking.istio.io", "virtualservices", e.ns, "b")
+	keyA := apiserver.EtcdKey("networking.istio.io", "virtualservices", e.ns, "a")
+	keyB := apiserver.EtcdKey("networking.istio.io", "virtualservices", e.ns, "b")
 	raw, _ := e.c.EtcdGet(t, keyA)
 	c := editJSON(t, raw, func(o map[string]any) {
 		meta := o["metadata"].(map[string]any)
@@ -221,7 +221,7 @@ func TestWatchExpiredRelistsWithoutLoss(t *testing.T) {
 		delete(meta, "managedFields")
 		o["spec"].(map[string]any)["hosts"] = []any{"c.example.com"}
 	})
-	e.c.EtcdPut(t, harness.EtcdKey("networking.istio.io", "virtualservices", e.ns, "c"), c)
+	e.c.EtcdPut(t, apiserver.EtcdKey("networking.istio.io", "virtualservices", e.ns, "c"), c)
 	raw, _ = e.c.EtcdGet(t, keyB)
 	b := editJSON(t, raw, func(o map[string]any) {
 		o["spec"].(map[string]any)["hosts"] = []any{"b.example.com", "b2.example.com"}

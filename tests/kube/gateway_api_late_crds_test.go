@@ -11,10 +11,11 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	cfgschema "github.com/wayfinder-dev/wayfinder/pkg/config/schema"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // Wayfinder started on a cluster without the Gateway API CRDs is ready at
@@ -22,7 +23,7 @@ import (
 // and HTTPRoute created then reach the gateway proxy, and their status is
 // written, without a restart.
 func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
-	c := harness.Start(t, harness.Options{SkipGatewayAPICRDs: true})
+	c := apiserver.Start(t, apiserver.Options{SkipGatewayAPICRDs: true})
 	ns := c.Namespace(t, "gwapi-late")
 	cs := c.Clientset()
 	ctx := context.Background()
@@ -46,7 +47,7 @@ func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
 	api := gwc.GatewayV1()
 	if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "wayfinder"},
-		Spec:       gw.GatewayClassSpec{ControllerName: gateway.ControllerName},
+		Spec:       gw.GatewayClassSpec{ControllerName: gatewayapi.ControllerName},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
 		}
 		return false
 	})
-	eventually(t, "Gateway Accepted and Programmed", func() (string, bool) {
+	poll.Seen(t, "Gateway Accepted and Programmed", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -89,8 +90,8 @@ func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
 		d1, ok1 := condIs(g.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 		d2, ok2 := condIs(g.Status.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
 		return d1 + "; " + d2, ok1 && ok2
-	})
-	eventually(t, "HTTPRoute Accepted with ResolvedRefs", func() (string, bool) {
+	}, apiPoll...)
+	poll.Seen(t, "HTTPRoute Accepted with ResolvedRefs", func() (string, bool) {
 		r, err := api.HTTPRoutes(ns).Get(ctx, "shop", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -101,7 +102,7 @@ func TestGatewayAPICRDsInstalledAfterStart(t *testing.T) {
 		d1, ok1 := condIs(r.Status.Parents[0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 		d2, ok2 := condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs")
 		return d1 + "; " + d2, ok1 && ok2
-	})
+	}, apiPoll...)
 }
 
 // --gateway-api=false in Kubernetes mode: with the CRDs installed and a

@@ -17,8 +17,9 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // gatewayAPIEnv is an ingressEnv (server with a secure port and status
@@ -92,7 +93,7 @@ func TestGatewayAPICrossNamespaceCertificate(t *testing.T) {
 	// The ServiceAccount the deployer makes for the Gateway: its Secrets
 	// go to proxies running as it.
 	sa := "edge-" + className
-	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
+	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gatewayapi.GatewayNameLabel: "edge"}}
 	proxy := e.gatewayAs(node, sa, ns)
 	resource := "kubernetes-gateway://" + certsNS + "/" + secretName
 	listenerResolved := func(status metav1.ConditionStatus, reason string) func() (string, bool) {
@@ -120,7 +121,7 @@ func TestGatewayAPICrossNamespaceCertificate(t *testing.T) {
 	}
 
 	// No grant: refused.
-	eventually(t, "listener https RefNotPermitted", listenerResolved(metav1.ConditionFalse, "RefNotPermitted"))
+	poll.Seen(t, "listener https RefNotPermitted", listenerResolved(metav1.ConditionFalse, "RefNotPermitted"), apiPoll...)
 	s := waitFor(t, proxy, "the HTTP listener", func(s adsc.State) bool { return s.Listeners["0.0.0.0_80"] != nil })
 	if s.Listeners["0.0.0.0_443"] != nil {
 		t.Errorf("the HTTPS listener is served without a ReferenceGrant: %s", describe(s))
@@ -142,15 +143,15 @@ func TestGatewayAPICrossNamespaceCertificate(t *testing.T) {
 		_ = api.ReferenceGrants(certsNS).Delete(context.Background(), ns+"-gateways", metav1.DeleteOptions{})
 	})
 	waitFor(t, proxy, "the HTTPS listener once granted", func(s adsc.State) bool { return s.Listeners["0.0.0.0_443"] != nil })
-	waitUntil(t, "the Secret sent to the gateway of "+ns, secretsSent([]string{resource}))
+	poll.Until(t, "the Secret sent to the gateway of "+ns, secretsSent([]string{resource}), apiPoll...)
 	if names, _ := e.dumpedSecrets(node); !slices.Equal(names, []string{resource}) {
 		t.Errorf("config_dump shows secrets %v for the gateway, want [%s]", names, resource)
 	}
-	eventually(t, "listener https ResolvedRefs once granted", listenerResolved(metav1.ConditionTrue, "ResolvedRefs"))
+	poll.Seen(t, "listener https ResolvedRefs once granted", listenerResolved(metav1.ConditionTrue, "ResolvedRefs"), apiPoll...)
 
 	// A proxy of another namespace carrying the same label: nothing, not
 	// even asking for the resource by name.
-	tenantNode := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: tenantNS, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
+	tenantNode := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: tenantNS, Labels: map[string]string{gatewayapi.GatewayNameLabel: "edge"}}
 	stranger := e.gatewayAs(tenantNode, sa, tenantNS)
 	s = waitFor(t, stranger, "a first listener answer", func(s adsc.State) bool { return s.Types[adsc.ListenerType].ACKs > 0 })
 	if len(s.Listeners) != 0 {
@@ -168,8 +169,8 @@ func TestGatewayAPICrossNamespaceCertificate(t *testing.T) {
 	waitFor(t, proxy, "the HTTPS listener withdrawn with the grant", func(s adsc.State) bool {
 		return s.Listeners["0.0.0.0_443"] == nil && s.Listeners["0.0.0.0_80"] != nil
 	})
-	waitUntil(t, "the Secret no longer sent", secretsSent(nil))
-	eventually(t, "listener https RefNotPermitted again", listenerResolved(metav1.ConditionFalse, "RefNotPermitted"))
+	poll.Until(t, "the Secret no longer sent", secretsSent(nil), apiPoll...)
+	poll.Seen(t, "listener https RefNotPermitted again", listenerResolved(metav1.ConditionFalse, "RefNotPermitted"), apiPoll...)
 }
 
 // hasVirtualHost reports whether route configuration rc of s has the
@@ -225,7 +226,7 @@ func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
 	e.must(err)
 	_, err = api.HTTPRoutes(ns).Create(ctx, route("moving", "move.example.com", "a"), metav1.CreateOptions{})
 	e.must(err)
-	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
+	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gatewayapi.GatewayNameLabel: "edge"}}
 	proxy := e.gatewayAs(node, "edge-wayfinder", ns)
 	attached := func(want string) func() (string, bool) {
 		return func() (string, bool) {
@@ -242,7 +243,7 @@ func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
 		return hasVirtualHost(s, "http.80", "stay.example.com:80") && hasVirtualHost(s, "http.80", "move.example.com:80") &&
 			s.Listeners["0.0.0.0_8080"] != nil && !hasVirtualHost(s, "http.8080", "move.example.com:8080")
 	})
-	eventually(t, "attachedRoutes a=2, b=0", attached("a=2,b=0"))
+	poll.Seen(t, "attachedRoutes a=2, b=0", attached("a=2,b=0"), apiPoll...)
 
 	e.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		moving, err := api.HTTPRoutes(ns).Get(ctx, "moving", metav1.GetOptions{})
@@ -258,8 +259,8 @@ func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
 		return hasVirtualHost(s, "http.80", "stay.example.com:80") && !hasVirtualHost(s, "http.80", "move.example.com:80") &&
 			hasVirtualHost(s, "http.8080", "move.example.com:8080")
 	})
-	eventually(t, "attachedRoutes a=1, b=1", attached("a=1,b=1"))
-	eventually(t, "the moved route's parent status Accepted at its new generation", func() (string, bool) {
+	poll.Seen(t, "attachedRoutes a=1, b=1", attached("a=1,b=1"), apiPoll...)
+	poll.Seen(t, "the moved route's parent status Accepted at its new generation", func() (string, bool) {
 		r, err := api.HTTPRoutes(ns).Get(ctx, "moving", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -269,7 +270,7 @@ func TestGatewayAPIRouteMovesBetweenListeners(t *testing.T) {
 		}
 		d, ok := condIs(r.Status.Parents[0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 		return d, ok && r.Status.Parents[0].Conditions[0].ObservedGeneration == r.Generation
-	})
+	}, apiPoll...)
 }
 
 // An invalid HTTPRoute among valid ones attached to the same listener:
@@ -319,10 +320,10 @@ func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 	}, metav1.CreateOptions{})
 	e.must(err)
 	hostname := ref("api.external.example", 1)
-	hostname.Group, hostname.Kind = ptrTo(gw.Group(gateway.IstioGroup)), ptrTo(gw.Kind(gateway.HostnameKind))
+	hostname.Group, hostname.Kind = ptrTo(gw.Group(gatewayapi.IstioGroup)), ptrTo(gw.Kind(gatewayapi.HostnameKind))
 	route("good-3", "three.example.com", hostname)
 
-	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gateway.GatewayNameLabel: "edge"}}
+	node := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-1", Namespace: ns, Labels: map[string]string{gatewayapi.GatewayNameLabel: "edge"}}
 	proxy := e.gatewayAs(node, "edge-wayfinder", ns)
 	web, fallback := e.cluster("web"), e.cluster("fallback")
 	s := waitFor(t, proxy, "all three virtual hosts", func(s adsc.State) bool {
@@ -341,7 +342,7 @@ func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 			t.Errorf("the invalid route's missing backend does not answer its share with a 500: %v", a)
 		}
 	}
-	eventually(t, "HTTPRoute bad ResolvedRefs BackendNotFound", func() (string, bool) {
+	poll.Seen(t, "HTTPRoute bad ResolvedRefs BackendNotFound", func() (string, bool) {
 		r, err := api.HTTPRoutes(ns).Get(ctx, "bad", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -352,15 +353,15 @@ func TestGatewayAPIInvalidRouteAmongValidOnes(t *testing.T) {
 		d1, ok1 := condIs(r.Status.Parents[0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 		d2, ok2 := condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
 		return d1 + "; " + d2, ok1 && ok2 && strings.Contains(d2, "backendRefs[1]")
-	})
+	}, apiPoll...)
 	for _, good := range []string{"good-1", "good-2", "good-3"} {
-		eventually(t, "HTTPRoute "+good+" ResolvedRefs", func() (string, bool) {
+		poll.Seen(t, "HTTPRoute "+good+" ResolvedRefs", func() (string, bool) {
 			r, err := api.HTTPRoutes(ns).Get(ctx, good, metav1.GetOptions{})
 			if err != nil || len(r.Status.Parents) != 1 {
 				return fmt.Sprintf("%v %+v", err, r.Status.Parents), false
 			}
 			return condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs")
-		})
+		}, apiPoll...)
 	}
 	var cz struct {
 		Errors []struct {

@@ -15,8 +15,9 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // condIs describes a condition and reports whether it has the status and
@@ -28,22 +29,6 @@ func condIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus,
 	}
 	return fmt.Sprintf("%s %s/%s (generation %d): %s", typ, c.Status, c.Reason, c.ObservedGeneration, c.Message),
 		c.Status == status && c.Reason == reason
-}
-
-// eventually polls get until ok or the deadline, failing with the last
-// description.
-func eventually(t *testing.T, what string, get func() (string, bool)) {
-	t.Helper()
-	var last string
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
-		var ok bool
-		if last, ok = get(); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: never; last seen: %s", what, last)
-		}
-	}
 }
 
 // The Gateway API status the leader writes, read back from the API server:
@@ -95,13 +80,13 @@ func TestGatewayAPIStatus(t *testing.T) {
 	startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns, other},
 		PodName: "wayfinder-0", PodNamespace: ns})
 
-	eventually(t, "GatewayClass Accepted", func() (string, bool) {
+	poll.Seen(t, "GatewayClass Accepted", func() (string, bool) {
 		gc, err := api.GatewayClasses().Get(ctx, className, metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		return condIs(gc.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
-	})
+	}, apiPoll...)
 	gatewayWith := func(attached int32) func() (string, bool) {
 		return func() (string, bool) {
 			g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
@@ -123,7 +108,7 @@ func TestGatewayAPIStatus(t *testing.T) {
 				ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && l.AttachedRoutes == attached && len(l.SupportedKinds) == 2
 		}
 	}
-	eventually(t, "Gateway Accepted and Programmed, one route attached", gatewayWith(1))
+	poll.Seen(t, "Gateway Accepted and Programmed, one route attached", gatewayWith(1), apiPoll...)
 	routeWith := func(name string, resolved metav1.ConditionStatus, reason string) func() (string, bool) {
 		return func() (string, bool) {
 			r, err := api.HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
@@ -137,16 +122,16 @@ func TestGatewayAPIStatus(t *testing.T) {
 			d1, ok1 := condIs(p.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 			d2, ok2 := condIs(p.Conditions, "ResolvedRefs", resolved, reason)
 			return fmt.Sprintf("controller %s parent %s: %s; %s", p.ControllerName, p.ParentRef.Name, d1, d2),
-				ok1 && ok2 && p.ControllerName == gateway.ControllerName && p.ParentRef.Name == "edge" &&
+				ok1 && ok2 && p.ControllerName == gatewayapi.ControllerName && p.ParentRef.Name == "edge" &&
 					p.Conditions[0].ObservedGeneration == r.Generation
 		}
 	}
-	eventually(t, "HTTPRoute shop Accepted and ResolvedRefs", routeWith("shop", metav1.ConditionTrue, "ResolvedRefs"))
+	poll.Seen(t, "HTTPRoute shop Accepted and ResolvedRefs", routeWith("shop", metav1.ConditionTrue, "ResolvedRefs"), apiPoll...)
 
 	otherNS := gw.Namespace(other)
 	route("cross", "cross.example.com", &otherNS, "shared")
-	eventually(t, "HTTPRoute cross RefNotPermitted", routeWith("cross", metav1.ConditionFalse, "RefNotPermitted"))
-	eventually(t, "two routes attached", gatewayWith(2))
+	poll.Seen(t, "HTTPRoute cross RefNotPermitted", routeWith("cross", metav1.ConditionFalse, "RefNotPermitted"), apiPoll...)
+	poll.Seen(t, "two routes attached", gatewayWith(2), apiPoll...)
 
 	if _, err := api.ReferenceGrants(other).Create(ctx, &gw.ReferenceGrant{
 		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "allow-routes"},
@@ -157,7 +142,7 @@ func TestGatewayAPIStatus(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "HTTPRoute cross ResolvedRefs once granted", routeWith("cross", metav1.ConditionTrue, "ResolvedRefs"))
+	poll.Seen(t, "HTTPRoute cross ResolvedRefs once granted", routeWith("cross", metav1.ConditionTrue, "ResolvedRefs"), apiPoll...)
 
 	// A spec change (generation 2) is converted again, though status
 	// writes alone (same generation) are not: its backend is gone.
@@ -173,7 +158,7 @@ func TestGatewayAPIStatus(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "HTTPRoute shop BackendNotFound at generation 2", routeWith("shop", metav1.ConditionFalse, "BackendNotFound"))
+	poll.Seen(t, "HTTPRoute shop BackendNotFound at generation 2", routeWith("shop", metav1.ConditionFalse, "BackendNotFound"), apiPoll...)
 }
 
 // The manifests' RBAC lets the leader write Gateway API status: the server
@@ -208,7 +193,7 @@ func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns},
 			PodNamespace: manifestNamespace, PodName: "wayfinder-rbac-0",
-			HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
+			HTTPAddr: "127.0.0.1:0", Logger: serverenv.Logger(t, slog.LevelInfo),
 			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
 		return err == nil, nil
 	})
@@ -225,21 +210,21 @@ func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 		}
 	})
 
-	eventually(t, "GatewayClass Accepted", func() (string, bool) {
+	poll.Seen(t, "GatewayClass Accepted", func() (string, bool) {
 		gc, err := api.GatewayClasses().Get(ctx, className, metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		return condIs(gc.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
-	})
-	eventually(t, "Gateway Programmed", func() (string, bool) {
+	}, apiPoll...)
+	poll.Seen(t, "Gateway Programmed", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		return condIs(g.Status.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
-	})
-	eventually(t, "HTTPRoute BackendNotFound", func() (string, bool) {
+	}, apiPoll...)
+	poll.Seen(t, "HTTPRoute BackendNotFound", func() (string, bool) {
 		r, err := api.HTTPRoutes(ns).Get(ctx, "missing", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -248,7 +233,7 @@ func TestGatewayAPIStatusWithManifestRBAC(t *testing.T) {
 			return fmt.Sprintf("parents %+v", r.Status.Parents), false
 		}
 		return condIs(r.Status.Parents[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
-	})
+	}, apiPoll...)
 }
 
 func ptrTo[T any](v T) *T { return &v }

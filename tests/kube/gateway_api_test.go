@@ -9,7 +9,7 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 )
 
@@ -22,7 +22,7 @@ func gatewayProxy(t *testing.T, addr, ns, pod, name string) *adsc.Client {
 	c, err := adsc.Dial(ctx, adsc.Config{
 		Address: addr,
 		Node: adsc.IstioNode(adsc.NodeOptions{IP: "127.0.0.1", PodName: pod, Namespace: ns,
-			Labels: map[string]string{gateway.GatewayNameLabel: name}}),
+			Labels: map[string]string{gatewayapi.GatewayNameLabel: name}}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,9 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // The deployer takes over nothing it did not make. A Service and a
@@ -41,7 +42,7 @@ func TestGatewayDeployTakeover(t *testing.T) {
 	ctx := context.Background()
 	api := gwc.GatewayV1()
 	class, otherClass := ns+"-wf", ns+"-other"
-	for name, ctrl := range map[string]gw.GatewayController{class: gateway.ControllerName, otherClass: "example.com/other"} {
+	for name, ctrl := range map[string]gw.GatewayController{class: gatewayapi.ControllerName, otherClass: "example.com/other"} {
 		if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: gw.GatewayClassSpec{ControllerName: ctrl}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -99,10 +100,10 @@ func TestGatewayDeployTakeover(t *testing.T) {
 		}
 	}
 	// plain's deployment shows the deployer has run over both Gateways.
-	eventually(t, "plain deployed", deployed(plainName, plain))
+	poll.Seen(t, "plain deployed", deployed(plainName, plain), apiPoll...)
 	// Its ServiceAccount may list the Secrets of its namespace (what the
 	// secure port's SubjectAccessReview asks of a proxy).
-	eventually(t, "plain's ServiceAccount may list Secrets in its namespace", func() (string, bool) {
+	poll.Seen(t, "plain's ServiceAccount may list Secrets in its namespace", func() (string, bool) {
 		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:               "system:serviceaccount:" + ns + ":" + plainName,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "secrets"},
@@ -111,7 +112,7 @@ func TestGatewayDeployTakeover(t *testing.T) {
 			return err.Error(), false
 		}
 		return fmt.Sprintf("%+v", r.Status), r.Status.Allowed
-	})
+	}, apiPoll...)
 
 	untouched := func(when string) {
 		t.Helper()
@@ -144,7 +145,7 @@ func TestGatewayDeployTakeover(t *testing.T) {
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("edge's ServiceAccount: %v, want none while its ConfigMap's name is taken", err)
 	}
-	eventually(t, "edge Programmed False, naming the ConfigMap in the way, with no address", func() (string, bool) {
+	poll.Seen(t, "edge Programmed False, naming the ConfigMap in the way, with no address", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -153,14 +154,14 @@ func TestGatewayDeployTakeover(t *testing.T) {
 		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		return fmt.Sprintf("%s; addresses %v", d, g.Status.Addresses),
 			ok && strings.Contains(c.Message, "ConfigMap "+name) && strings.Contains(c.Message, "not managed by Wayfinder") && len(g.Status.Addresses) == 0
-	})
+	}, apiPoll...)
 
 	// The ConfigMap goes: the Service is next in the way (read again
 	// within the deployer's recheck interval).
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "edge's status names the Service in the way", func() (string, bool) {
+	poll.Seen(t, "edge's status names the Service in the way", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -168,7 +169,7 @@ func TestGatewayDeployTakeover(t *testing.T) {
 		d, ok := condIs(g.Status.Conditions, "Programmed", metav1.ConditionFalse, "NoResources")
 		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		return d, ok && strings.Contains(c.Message, "Service "+name)
-	})
+	}, apiPoll...)
 	userCM = nil // the ConfigMap is no longer checked
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("edge's ConfigMap: %v, want none while its Service's name is taken", err)
@@ -177,7 +178,7 @@ func TestGatewayDeployTakeover(t *testing.T) {
 	// Both moved to another controller's class: plain's objects go,
 	// edge's Service in the way stays.
 	for _, n := range []string{"edge", "plain"} {
-		eventually(t, n+" moved to the other class", func() (string, bool) {
+		poll.Seen(t, n+" moved to the other class", func() (string, bool) {
 			g, err := api.Gateways(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return err.Error(), false
@@ -185,9 +186,9 @@ func TestGatewayDeployTakeover(t *testing.T) {
 			g.Spec.GatewayClassName = gw.ObjectName(otherClass)
 			_, err = api.Gateways(ns).Update(ctx, g, metav1.UpdateOptions{}) // retried on a conflict with a status write
 			return fmt.Sprint(err), err == nil
-		})
+		}, apiPoll...)
 	}
-	eventually(t, "plain's objects removed", func() (string, bool) {
+	poll.Seen(t, "plain's objects removed", func() (string, bool) {
 		_, err1 := cs.AppsV1().Deployments(ns).Get(ctx, plainName, metav1.GetOptions{})
 		_, err2 := cs.CoreV1().Services(ns).Get(ctx, plainName, metav1.GetOptions{})
 		_, err3 := cs.CoreV1().ServiceAccounts(ns).Get(ctx, plainName, metav1.GetOptions{})
@@ -196,7 +197,7 @@ func TestGatewayDeployTakeover(t *testing.T) {
 		_, err6 := cs.RbacV1().RoleBindings(ns).Get(ctx, plainName, metav1.GetOptions{})
 		return fmt.Sprint(err1, err2, err3, err4, err5, err6), apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2) && apierrors.IsNotFound(err3) &&
 			apierrors.IsNotFound(err4) && apierrors.IsNotFound(err5) && apierrors.IsNotFound(err6)
-	})
+	}, apiPoll...)
 	untouched("after the Gateway moved to another class")
 	if err := api.Gateways(ns).Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

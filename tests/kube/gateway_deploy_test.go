@@ -14,9 +14,10 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // ownedBy reports whether an object's controller is the Gateway.
@@ -52,7 +53,7 @@ func TestGatewayDeployment(t *testing.T) {
 	ctx := context.Background()
 	api := gwc.GatewayV1()
 	class, otherClass := ns+"-wf", ns+"-other"
-	for name, ctrl := range map[string]gw.GatewayController{class: gateway.ControllerName, otherClass: "example.com/other"} {
+	for name, ctrl := range map[string]gw.GatewayController{class: gatewayapi.ControllerName, otherClass: "example.com/other"} {
 		if _, err := api.GatewayClasses().Create(ctx, &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: gw.GatewayClassSpec{ControllerName: ctrl}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -81,7 +82,7 @@ func TestGatewayDeployment(t *testing.T) {
 		GatewayDeploy: gatewaydeploy.Options{Image: "example.com/envoy:test"}})
 
 	name := "edge-" + class
-	eventually(t, "ServiceAccount, ConfigMap, Deployment and Service applied, owned by the Gateway", func() (string, bool) {
+	poll.Seen(t, "ServiceAccount, ConfigMap, Deployment and Service applied, owned by the Gateway", func() (string, bool) {
 		sa, err1 := cs.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
 		cm, err2 := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		dep, err3 := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -95,7 +96,7 @@ func TestGatewayDeployment(t *testing.T) {
 			}
 		}
 		pod := dep.Spec.Template
-		if pod.Labels[gateway.GatewayNameLabel] != "edge" || pod.Spec.ServiceAccountName != name || pod.Spec.Containers[0].Image != "example.com/envoy:test" {
+		if pod.Labels[gatewayapi.GatewayNameLabel] != "edge" || pod.Spec.ServiceAccountName != name || pod.Spec.Containers[0].Image != "example.com/envoy:test" {
 			return fmt.Sprintf("pod template %+v", pod), false
 		}
 		if cm.Data["bootstrap.yaml"] == "" || cm.Data["root-cert.pem"] == "" {
@@ -106,8 +107,8 @@ func TestGatewayDeployment(t *testing.T) {
 			ports = append(ports, p.Port)
 		}
 		return fmt.Sprintf("Service %s ports %v selector %v", svc.Spec.Type, ports, svc.Spec.Selector),
-			svc.Spec.Type == corev1.ServiceTypeLoadBalancer && slices.Equal(ports, []int32{80, 5432}) && svc.Spec.Selector[gateway.GatewayNameLabel] == "edge"
-	})
+			svc.Spec.Type == corev1.ServiceTypeLoadBalancer && slices.Equal(ports, []int32{80, 5432}) && svc.Spec.Selector[gatewayapi.GatewayNameLabel] == "edge"
+	}, apiPoll...)
 	svc, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -123,13 +124,13 @@ func TestGatewayDeployment(t *testing.T) {
 				ok && len(g.Status.Addresses) == 1 && g.Status.Addresses[0].Value == want && *g.Status.Addresses[0].Type == gw.IPAddressType
 		}
 	}
-	eventually(t, "edge Programmed with its Service's cluster IP", addressed("edge", svc.Spec.ClusterIP))
+	poll.Seen(t, "edge Programmed with its Service's cluster IP", addressed("edge", svc.Spec.ClusterIP), apiPoll...)
 
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
 	if _, err := cs.CoreV1().Services(ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "edge's address is its load balancer's", addressed("edge", "192.0.2.10"))
+	poll.Seen(t, "edge's address is its load balancer's", addressed("edge", "192.0.2.10"), apiPoll...)
 
 	// Drift: a deleted Deployment comes back; an edited image is put back.
 	dep, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -139,25 +140,25 @@ func TestGatewayDeployment(t *testing.T) {
 	if err := cs.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted Deployment applied again", func() (string, bool) {
+	poll.Seen(t, "deleted Deployment applied again", func() (string, bool) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		return string(d.UID), d.UID != dep.UID
-	})
+	}, apiPoll...)
 	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"envoy","image":"example.com/envoy:edited"}]}}}}`)
 	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "someone"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "edited image put back", func() (string, bool) {
+	poll.Seen(t, "edited image put back", func() (string, bool) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		img := d.Spec.Template.Spec.Containers[0].Image
 		return img, img == "example.com/envoy:test"
-	})
+	}, apiPoll...)
 
 	// Opt-out: an address naming an existing Service.
 	hostname := gw.HostnameAddressType
@@ -166,18 +167,18 @@ func TestGatewayDeployment(t *testing.T) {
 			Addresses: []gw.GatewaySpecAddress{{Type: &hostname, Value: "manual." + ns + ".svc.cluster.local"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "byhand Programmed with the named Service's address", addressed("byhand", manual.Spec.ClusterIP))
+	poll.Seen(t, "byhand Programmed with the named Service's address", addressed("byhand", manual.Spec.ClusterIP), apiPoll...)
 
 	// Opt-out by annotation: the objects go.
-	eventually(t, "edge opted out", func() (string, bool) {
+	poll.Seen(t, "edge opted out", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
-		g.Annotations = map[string]string{gateway.ManagedAnnotation: "false"}
+		g.Annotations = map[string]string{gatewayapi.ManagedAnnotation: "false"}
 		_, err = api.Gateways(ns).Update(ctx, g, metav1.UpdateOptions{}) // retried on a conflict with a status write
 		return fmt.Sprint(err), err == nil
-	})
+	}, apiPoll...)
 	gone := func(what string) func() (string, bool) {
 		return func() (string, bool) {
 			_, err1 := cs.AppsV1().Deployments(ns).Get(ctx, what, metav1.GetOptions{})
@@ -187,22 +188,22 @@ func TestGatewayDeployment(t *testing.T) {
 			return fmt.Sprint(err1, err2, err3, err4), apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2) && apierrors.IsNotFound(err3) && apierrors.IsNotFound(err4)
 		}
 	}
-	eventually(t, "opted-out edge's objects removed", gone(name))
+	poll.Seen(t, "opted-out edge's objects removed", gone(name), apiPoll...)
 	// By now the deployer has run with byhand in its caches more than once.
 	if _, err := cs.AppsV1().Deployments(ns).Get(ctx, "byhand-"+class, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("byhand, whose address names a Service, was deployed (err %v)", err)
 	}
-	eventually(t, "opted-out edge without its Service: AddressNotAssigned", func() (string, bool) {
+	poll.Seen(t, "opted-out edge without its Service: AddressNotAssigned", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		d, ok := condIs(g.Status.Conditions, "Programmed", metav1.ConditionFalse, "AddressNotAssigned")
 		return fmt.Sprintf("%s; addresses %v", d, g.Status.Addresses), ok && len(g.Status.Addresses) == 0
-	})
+	}, apiPoll...)
 
 	// Moved to another controller's class: our status and route entry go.
-	eventually(t, "edge moved to the other class", func() (string, bool) {
+	poll.Seen(t, "edge moved to the other class", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -210,8 +211,8 @@ func TestGatewayDeployment(t *testing.T) {
 		g.Spec.GatewayClassName = gw.ObjectName(otherClass)
 		_, err = api.Gateways(ns).Update(ctx, g, metav1.UpdateOptions{}) // retried on a conflict with a status write
 		return fmt.Sprint(err), err == nil
-	})
-	eventually(t, "edge's status back to Pending, route entry of ours removed", func() (string, bool) {
+	}, apiPoll...)
+	poll.Seen(t, "edge's status back to Pending, route entry of ours removed", func() (string, bool) {
 		g, err := api.Gateways(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -224,7 +225,7 @@ func TestGatewayDeployment(t *testing.T) {
 		d2, ok2 := condIs(g.Status.Conditions, "Accepted", metav1.ConditionUnknown, "Pending")
 		return fmt.Sprintf("%s; %s; listeners %d; route parents %+v", d1, d2, len(g.Status.Listeners), r.Status.Parents),
 			ok1 && ok2 && len(g.Status.Listeners) == 0 && len(g.Status.Addresses) == 0 && len(r.Status.Parents) == 0
-	})
+	}, apiPoll...)
 }
 
 // The deployer against the API server's defaulting: once its objects
@@ -238,7 +239,7 @@ func TestGatewayDeployerSteadyState(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	class := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-wf"}, Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}
+	class := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-wf"}, Spec: gw.GatewayClassSpec{ControllerName: gatewayapi.ControllerName}}
 	g, err := gwc.GatewayV1().Gateways(ns).Create(ctx, &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
 		Spec: gw.GatewaySpec{GatewayClassName: gw.ObjectName(class.Name), Listeners: []gw.Listener{
 			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}, {Name: "db", Port: 5432, Protocol: gw.TCPProtocolType}}}}, metav1.CreateOptions{})
@@ -250,8 +251,8 @@ func TestGatewayDeployerSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := gatewaydeploy.New(gatewaydeploy.DeployerOptions{Kube: kc.Kube, Namespaces: []string{ns},
-		Input: func() (gateway.Input, error) {
-			return gateway.Input{GatewayClasses: []*gw.GatewayClass{class}, Gateways: []*gw.Gateway{g}}, nil
+		Input: func() (gatewayapi.Input, error) {
+			return gatewayapi.Input{GatewayClasses: []*gw.GatewayClass{class}, Gateways: []*gw.Gateway{g}}, nil
 		},
 		Render: gatewaydeploy.Options{XDSAddress: "pilot-discovery.wayfinder-system.svc:15012", RootCertPEM: []byte("root")}})
 	if err != nil {
@@ -259,10 +260,10 @@ func TestGatewayDeployerSteadyState(t *testing.T) {
 	}
 	go d.Run(ctx)
 	always := func() bool { return true }
-	eventually(t, "all six applied, then a pass with nothing to write", func() (string, bool) {
+	poll.Seen(t, "all six applied, then a pass with nothing to write", func() (string, bool) {
 		n, err := d.Sync(ctx, always)
 		return fmt.Sprintf("%d writes (%v), %d applies in all", n, err, d.Applies()), err == nil && n == 0 && d.Applies() >= 6
-	})
+	}, apiPoll...)
 	applies := d.Applies()
 	for range 5 {
 		if n, err := d.Sync(ctx, always); n != 0 || err != nil {

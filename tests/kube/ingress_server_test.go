@@ -32,11 +32,12 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // These tests drive Kubernetes Ingress through the whole in-process
@@ -60,7 +61,7 @@ type ingressEnv struct {
 	kube      kubernetes.Interface
 	server    *bootstrap.Server
 	gatewayIP string // the gateway Service's cluster IP
-	cluster_  *harness.Cluster
+	cluster_  *apiserver.Cluster
 	rootPEM   []byte // the secure port's CA (ConfigMap wayfinder-ca-root-cert)
 }
 
@@ -79,24 +80,18 @@ func (e *ingressEnv) grantSecret(name string) {
 	e.must(err)
 	example = bytes.ReplaceAll(example, []byte("namespace: shop"), []byte("namespace: "+e.ns))
 	example = bytes.ReplaceAll(example, []byte("shop-tls"), []byte(name))
-	_, err = e.cluster_.Apply(ctx, harness.ApplyOptions{}, bytes.Split(example, []byte("\n---\n"))...)
+	_, err = e.cluster_.Apply(ctx, apiserver.ApplyOptions{}, bytes.Split(example, []byte("\n---\n"))...)
 	e.must(err)
 	ns, sa, _ := strings.Cut(gatewayServiceAccount, "/")
-	deadline := time.Now().Add(waitTimeout)
-	for {
+	// Polled: the API server's RBAC informer, not ours.
+	poll.Until(e.t, fmt.Sprintf("RBAC to allow %s to get Secret %s/%s", gatewayServiceAccount, e.ns, name), func() bool {
 		r, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:" + ns + ":" + sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: e.ns, Verb: "get", Resource: "secrets", Name: name},
 		}}, metav1.CreateOptions{})
 		e.must(err)
-		if r.Status.Allowed {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("RBAC never allowed %s to get Secret %s/%s", gatewayServiceAccount, e.ns, name)
-		}
-		time.Sleep(20 * time.Millisecond) // the API server's RBAC informer, not ours
-	}
+		return r.Status.Allowed
+	}, poll.Timeout(waitTimeout), poll.Interval(20*time.Millisecond))
 }
 
 // Backend endpoints: never dialled, only translated.
@@ -159,7 +154,7 @@ func newIngressEnv(t *testing.T, prefix string, also ...string) *ingressEnv {
 
 // ensureNamespace creates namespace name unless it exists (istio-system
 // is shared by the tests of the package's cluster).
-func ensureNamespace(t *testing.T, c *harness.Cluster, name string) {
+func ensureNamespace(t *testing.T, c *apiserver.Cluster, name string) {
 	t.Helper()
 	_, err := c.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -550,9 +545,9 @@ func TestIngressTLSThroughServerServesSecretOverSDS(t *testing.T) {
 	if names, _ := e.dumpedSecrets(node); len(names) != 0 {
 		t.Errorf("config_dump still lists secrets %v", names)
 	}
-	var configz xds.Configz
+	var configz debugapi.Configz
 	e.getJSON("/debug/configz", &configz)
-	var found []xds.ConfigzError
+	var found []debugapi.ConfigzError
 	for _, ce := range configz.Errors {
 		if !ce.Warning && strings.Contains(ce.Message, "Secret "+e.ns+"/shop-tls") {
 			found = append(found, ce)
@@ -573,7 +568,7 @@ func TestIngressTLSThroughServerServesSecretOverSDS(t *testing.T) {
 	if names, _ := e.dumpedSecrets(node); !slices.Equal(names, []string{sdsName}) {
 		t.Errorf("config_dump secrets %v after the Secret came back, want [%s]", names, sdsName)
 	}
-	configz = xds.Configz{}
+	configz = debugapi.Configz{}
 	e.getJSON("/debug/configz", &configz)
 	for _, ce := range configz.Errors {
 		if strings.Contains(ce.Message, "Secret "+e.ns+"/shop-tls") {

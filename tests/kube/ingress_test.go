@@ -25,7 +25,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
 )
 
 // ingressWriter runs one replica's status writer as the restricted
@@ -35,7 +35,7 @@ type ingressWriter struct {
 	stop func()
 }
 
-func startIngressWriter(t *testing.T, c *harness.Cluster, ns, identity, class string) *ingressWriter {
+func startIngressWriter(t *testing.T, c *apiserver.Cluster, ns, identity, class string) *ingressWriter {
 	t.Helper()
 	cs, err := kclient.New(c.RestrictedRESTConfig())
 	if err != nil {
@@ -116,7 +116,7 @@ func newStatusIngress(ns, name string, class *string, annotations map[string]str
 // Service, follows the Service, leaves other controllers' Ingresses and
 // every spec alone, and hands over to the other replica when it stops.
 func TestIngressStatusAgainstAPIServer(t *testing.T) {
-	c := harness.Start(t)
+	c := apiserver.Start(t)
 	cs := c.Clientset()
 	ctx := context.Background()
 	ns := c.Namespace(t, "ingress-status")
@@ -211,7 +211,7 @@ func TestIngressStatusAgainstAPIServer(t *testing.T) {
 // certificate over SDS; when the Secret loses its key, the change is
 // signalled and the server is reported and left out.
 func TestIngressTLSAgainstAPIServer(t *testing.T) {
-	c := harness.Start(t)
+	c := apiserver.Start(t)
 	admin := c.Clientset()
 	ctx := context.Background()
 	ns := c.Namespace(t, "ingress-tls")

@@ -15,9 +15,10 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // Gateway API isolation against a real API server. Gateway edge, in
@@ -94,7 +95,7 @@ func TestGatewayAPIIsolationAgainstAPIServer(t *testing.T) {
 	vs(evilNS, "steal", "steal.example.com", edgeNS+"/edge-https-gwapi", edgeNS+"/edge-http-gwapi")
 	must(ic.NetworkingV1().Gateways(evilNS).Create(ctx, &networkingv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: evilNS, Name: "takeover"},
-		Spec: networking.Gateway{Selector: map[string]string{gateway.GatewayNameLabel: "edge"}, Servers: []*networking.Server{{
+		Spec: networking.Gateway{Selector: map[string]string{gatewayapi.GatewayNameLabel: "edge"}, Servers: []*networking.Server{{
 			Port: &networking.Port{Number: 9000, Name: "http-takeover", Protocol: "HTTP"}, Hosts: []string{"*/*"}}}},
 	}, metav1.CreateOptions{}))
 	vs(evilNS, "takeover", "takeover.example.com", "takeover")
@@ -139,7 +140,7 @@ func TestGatewayAPIIsolationAgainstAPIServer(t *testing.T) {
 		}
 		return ""
 	}
-	eventually(t, "VirtualService "+evilNS+"/steal Valid False, naming the listener and namespace", func() (string, bool) {
+	poll.Seen(t, "VirtualService "+evilNS+"/steal Valid False, naming the listener and namespace", func() (string, bool) {
 		v, err := ic.NetworkingV1().VirtualServices(evilNS).Get(ctx, "steal", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -147,8 +148,8 @@ func TestGatewayAPIIsolationAgainstAPIServer(t *testing.T) {
 		got := valid(&v.Status)
 		return got, strings.HasPrefix(got, "False/Invalid") && strings.Contains(got, "spec.gateways[0]") && strings.Contains(got, "spec.gateways[1]") &&
 			strings.Contains(got, "Gateway API Gateway "+edgeNS+"/edge") && strings.Contains(got, "do not admit namespace "+evilNS)
-	})
-	eventually(t, "Gateway "+evilNS+"/takeover Valid False", func() (string, bool) {
+	}, apiPoll...)
+	poll.Seen(t, "Gateway "+evilNS+"/takeover Valid False", func() (string, bool) {
 		g, err := ic.NetworkingV1().Gateways(evilNS).Get(ctx, "takeover", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
@@ -156,15 +157,15 @@ func TestGatewayAPIIsolationAgainstAPIServer(t *testing.T) {
 		got := valid(&g.Status)
 		return got, strings.HasPrefix(got, "False/Invalid") && strings.Contains(got, "spec.selector") &&
 			strings.Contains(got, "Gateway API Gateway "+edgeNS+"/edge")
-	})
-	eventually(t, "VirtualService "+friendNS+"/tenant Valid True", func() (string, bool) {
+	}, apiPoll...)
+	poll.Seen(t, "VirtualService "+friendNS+"/tenant Valid True", func() (string, bool) {
 		v, err := ic.NetworkingV1().VirtualServices(friendNS).Get(ctx, "tenant", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), false
 		}
 		got := valid(&v.Status)
 		return got, strings.HasPrefix(got, "True/")
-	})
+	}, apiPoll...)
 
 	// The label taken off friend-*: its VirtualService leaves the 8080
 	// listener (the conversion follows Namespace labels).

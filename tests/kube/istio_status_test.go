@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -24,7 +24,8 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // The status of Istio objects, read back from the API server: Reconciled
@@ -34,11 +35,7 @@ import (
 // depend on how the gateway authenticated.
 func TestIstioObjectStatus(t *testing.T) {
 	c, ns := newCluster(t, "istio-status")
-	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	e := clientEnv(t, c, ns)
 	e.server = startServer(t, bootstrap.Options{Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns},
 		PodName: "wayfinder-0", PodNamespace: ns})
 
@@ -73,7 +70,7 @@ func TestIstioObjectStatus(t *testing.T) {
 	e.createGateway("gw")
 	e.createVS(e.virtualService("web", "web.example.com", e.host("web"), ""))
 	// The gateway rejects any route config naming nack.example.com.
-	gw := testenv.Gateway(t, e.server.GRPCAddr().String(), "gw-0", map[string]string{"istio": "ingressgateway"},
+	gw := serverenv.Gateway(t, e.server.GRPCAddr().String(), "gw-0", map[string]string{"istio": "ingressgateway"},
 		func(typeURL string, rs []*anypb.Any) error {
 			if typeURL != adsc.RouteType {
 				return nil
@@ -124,22 +121,18 @@ func TestIstioObjectStatus(t *testing.T) {
 	})
 
 	// Wait for the watch to deliver the final status.
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+	if poll.Wait(func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		n := len(seen)
-		done := n > 0 && seen[n-1].Generation == 3 && strings.HasPrefix(reconciled(&seen[n-1].Status), "True/Reconciled")
+		return n > 0 && seen[n-1].Generation == 3 && strings.HasPrefix(reconciled(&seen[n-1].Status), "True/Reconciled")
+	}, poll.Timeout(waitTimeout), poll.Interval(20*time.Millisecond)) != nil {
+		mu.Lock()
+		for _, vs := range seen {
+			t.Logf("seen: generation %d resourceVersion %s %s", vs.Generation, vs.ResourceVersion, reconciled(&vs.Status))
+		}
 		mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			mu.Lock()
-			for _, vs := range seen {
-				t.Logf("seen: generation %d resourceVersion %s %s", vs.Generation, vs.ResourceVersion, reconciled(&vs.Status))
-			}
-			mu.Unlock()
-			t.Fatal("the watch never delivered the final status of web")
-		}
+		t.Fatal("the watch never delivered the final status of web")
 	}
 	mu.Lock()
 	written := slices.Clone(seen)
@@ -170,16 +163,11 @@ func TestIstioObjectStatus(t *testing.T) {
 			{Name: "v1", Labels: map[string]string{"version": "v1"}}}},
 	}, metav1.CreateOptions{})
 	e.must(err)
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+	poll.Seen(t, "DestinationRule web Reconciled", func() (string, bool) {
 		dr, err := e.istio.NetworkingV1().DestinationRules(ns).Get(ctx, "web", metav1.GetOptions{})
 		e.must(err)
-		if strings.HasPrefix(reconciled(&dr.Status), "True/Reconciled") && strings.Contains(reconciled(&dr.Status), "all 1 gateways") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("DestinationRule web never Reconciled: %v", &dr.Status)
-		}
-	}
+		return fmt.Sprint(&dr.Status), strings.HasPrefix(reconciled(&dr.Status), "True/Reconciled") && strings.Contains(reconciled(&dr.Status), "all 1 gateways")
+	}, apiPoll...)
 
 	// A route to a subset no DestinationRule defines.
 	e.createVS(e.virtualService("sub", "sub.example.com", e.host("web"), "v9"))
@@ -217,33 +205,25 @@ func (e *env) setVSHosts(name string, hosts ...string) {
 func (e *env) waitVSStatus(name, what string, cond func(*metav1alpha1.IstioStatus) bool) *metav1alpha1.IstioStatus {
 	e.t.Helper()
 	var last *metav1alpha1.IstioStatus
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
+	poll.Seen(e.t, "VirtualService "+name+": "+what, func() (string, bool) {
 		vs, err := e.istio.NetworkingV1().VirtualServices(e.ns).Get(ctx, name, metav1.GetOptions{})
 		e.must(err)
-		if last = &vs.Status; cond(last) {
-			return last
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API server, bounded by the deadline
-	}
-	e.t.Fatalf("VirtualService %s: waiting for %s; last status %v", name, what, last)
-	return nil
+		last = &vs.Status
+		return fmt.Sprint(last), cond(last)
+	}, apiPoll...)
+	return last
 }
 
 func (e *env) waitGatewayStatus(name string, cond func(*metav1alpha1.IstioStatus) bool) *metav1alpha1.IstioStatus {
 	e.t.Helper()
 	var last *metav1alpha1.IstioStatus
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
+	poll.Seen(e.t, "Gateway "+name+" status", func() (string, bool) {
 		gw, err := e.istio.NetworkingV1().Gateways(e.ns).Get(ctx, name, metav1.GetOptions{})
 		e.must(err)
-		if last = &gw.Status; cond(last) {
-			return last
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("Gateway %s: status never matched; last %v", name, last)
-	return nil
+		last = &gw.Status
+		return fmt.Sprint(last), cond(last)
+	}, apiPoll...)
+	return last
 }
 
 func sameIgnoringTimes(a, b *metav1alpha1.IstioStatus) bool {

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // newCA returns a fresh self-signed CA certificate in PEM.
@@ -130,20 +131,13 @@ func TestMutualTLSCARotationReachesGatewayThroughSDSAlone(t *testing.T) {
 	secret.Data["ca.crt"] = newCA(t, "second-ca")
 	_, err = e.kube.CoreV1().Secrets("istio-system").Update(ctx, secret, metav1.UpdateOptions{})
 	e.must(err)
-	deadline := time.Now().Add(waitTimeout)
 	var after map[string]string
-	for {
+	// Polled: config_dump is the only window onto SDS (the Envoy-like
+	// client does not fetch secrets), so there is no event to wait on.
+	poll.Until(t, "the CA secret's version "+before[caName]+" to change after the rotation", func() bool {
 		after = e.dumpedSecretVersions(node)
-		if after[caName] != "" && after[caName] != before[caName] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the CA secret kept version %s after the rotation", before[caName])
-		}
-		// Polled: config_dump is the only window onto SDS (the Envoy-like
-		// client does not fetch secrets), so there is no event to wait on.
-		time.Sleep(50 * time.Millisecond)
-	}
+		return after[caName] != "" && after[caName] != before[caName]
+	}, apiPoll...)
 	if after[certName] != before[certName] {
 		t.Errorf("the certificate secret changed too: %v -> %v", before, after)
 	}

@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // --watch-namespaces naming a namespace the RBAC forbids: the server
@@ -30,11 +29,7 @@ func TestForbiddenNamespaceIsReportedAndAllowedOnesServed(t *testing.T) {
 	c, allowed := newCluster(t, "allowed")
 	forbidden := c.Namespace(t, "forbidden")
 	c.AllowRestricted(t, allowed)
-	e := &env{t: t, c: c, ns: allowed, kube: c.Clientset()}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	e := clientEnv(t, c, allowed)
 	other := &env{t: t, c: c, ns: forbidden, kube: e.kube, istio: e.istio}
 	e.createGateway("gw")
 	e.createVS(e.virtualService("ok", "ok.example.com", "x.example.com", ""))
@@ -86,11 +81,8 @@ func TestManifestRBACSuffices(t *testing.T) {
 	c, ns := newCluster(t, "rbac-sa")
 	cfg := asManifestServiceAccount(t, c)
 
-	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
+	e := clientEnv(t, c, ns)
 	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
 	e.createGateway("gw")
 	e.createVS(e.virtualService("ok", "ok.example.com", "x.example.com", ""))
 	// The authorizer learns new bindings a moment after they are stored:
@@ -100,7 +92,7 @@ func TestManifestRBACSuffices(t *testing.T) {
 	defer pcancel()
 	_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		s, err = bootstrap.NewServer(bootstrap.Options{KubeRESTConfig: cfg, WatchNamespaces: []string{ns}, PodNamespace: manifestNamespace,
-			GRPCAddr: "", HTTPAddr: "127.0.0.1:0", Logger: testenv.Logger(t, slog.LevelInfo),
+			GRPCAddr: "", HTTPAddr: "127.0.0.1:0", Logger: serverenv.Logger(t, slog.LevelInfo),
 			Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0"}})
 		return err == nil, nil
 	})
@@ -158,7 +150,7 @@ func TestManifestRBACSuffices(t *testing.T) {
 // client config that acts as its pilot-discovery ServiceAccount (a real
 // token from TokenRequest), so what the server does with it is checked by
 // the real authorizer against exactly the manifests' RBAC.
-func asManifestServiceAccount(t *testing.T, c *harness.Cluster) *rest.Config {
+func asManifestServiceAccount(t *testing.T, c *apiserver.Cluster) *rest.Config {
 	t.Helper()
 	docs, err := manifests.Base()
 	if err != nil {
@@ -170,7 +162,7 @@ func asManifestServiceAccount(t *testing.T, c *harness.Cluster) *rest.Config {
 	}
 	actx, cancel := contextWithTimeout()
 	defer cancel()
-	if _, err := c.Apply(actx, harness.ApplyOptions{}, raw...); err != nil {
+	if _, err := c.Apply(actx, apiserver.ApplyOptions{}, raw...); err != nil {
 		t.Fatal(err)
 	}
 	cfg := c.RESTConfig()

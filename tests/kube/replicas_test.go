@@ -17,11 +17,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
-	istioclientset "istio.io/client-go/pkg/clientset/versioned"
 
 	kubestatus "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // leaseDuration is client-go's default, which every status Lease uses.
@@ -39,11 +39,7 @@ const leaseDuration = 15 * time.Second
 // change after that reaches every gateway.
 func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 	c, ns := newCluster(t, "replicas")
-	e := &env{t: t, c: c, ns: ns, kube: c.Clientset()}
-	var err error
-	if e.istio, err = istioclientset.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	e := clientEnv(t, c, ns)
 	e.createService("web")
 	e.applySlice("web", "web-1", ep{"10.1.0.1", "", true}, ep{"10.1.0.2", "", true})
 	e.createGateway("gw")
@@ -52,11 +48,11 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 	const drain = 4 * time.Second
 	// Both start together, so that both race to create the CA Secret.
 	names := []string{"wayfinder-a", "wayfinder-b"}
-	bins := make([]*testenv.Binary, 2)
+	bins := make([]*serverenv.Binary, 2)
 	var wg sync.WaitGroup
 	for i, pod := range names {
 		wg.Go(func() {
-			bins[i] = testenv.StartBinary(t, binary(t), "--kubeconfig", c.Kubeconfig, "--watch-namespaces", ns,
+			bins[i] = serverenv.StartBinary(t, binary(t), "--kubeconfig", c.Kubeconfig, "--watch-namespaces", ns,
 				"--pod-name", pod, "--pod-namespace", ns, "--debounce-after", "10ms", "--drain-duration", drain.String())
 		})
 	}
@@ -86,7 +82,7 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 	on := make([]int, n) // which replica each gateway is on
 	for i := range gws {
 		on[i] = i % 2
-		gws[i] = testenv.Gateway(t, bins[on[i]].GRPCAddr, fmt.Sprintf("gw-%d", i), map[string]string{"istio": "ingressgateway"}, nil)
+		gws[i] = serverenv.Gateway(t, bins[on[i]].GRPCAddr, fmt.Sprintf("gw-%d", i), map[string]string{"istio": "ingressgateway"}, nil)
 	}
 	routed := func(s adsc.State) bool {
 		return virtualHost(s, "web.example.com", "") && endpointCount(s, "outbound|9080||"+e.host("web")) == 2 && replicaAllACKed(s)
@@ -178,7 +174,7 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 			}
 		}
 		offsets = append(offsets, cl.at)
-		gws[cl.gw] = testenv.Gateway(t, bins[survivor].GRPCAddr, fmt.Sprintf("gw-%d", cl.gw), map[string]string{"istio": "ingressgateway"}, nil)
+		gws[cl.gw] = serverenv.Gateway(t, bins[survivor].GRPCAddr, fmt.Sprintf("gw-%d", cl.gw), map[string]string{"istio": "ingressgateway"}, nil)
 		on[cl.gw] = survivor
 	}
 	t.Logf("streams of the draining replica closed at %v after SIGTERM (drain %v)", offsets, drain)
@@ -212,12 +208,9 @@ func TestTwoReplicasShareGatewaysAndHandOverOnSIGTERM(t *testing.T) {
 
 	// The survivor takes the Lease, well within the Lease duration (the
 	// leader released it on SIGTERM), and only then writes.
-	deadline := stopped.Add(leaseDuration)
-	for replicaScrape(t, bins[survivor], `wayfinder_status_leader{writer="istio"}`) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the survivor did not take the status Lease within %v of SIGTERM; log:\n%s", leaseDuration, bins[survivor].LogText())
-		}
-		time.Sleep(50 * time.Millisecond) // polling /metrics, bounded by the deadline
+	if poll.Wait(func() bool { return replicaScrape(t, bins[survivor], `wayfinder_status_leader{writer="istio"}`) == 1 },
+		poll.Timeout(time.Until(stopped.Add(leaseDuration))), poll.Interval(50*time.Millisecond)) != nil {
+		t.Fatalf("the survivor did not take the status Lease within %v of SIGTERM; log:\n%s", leaseDuration, bins[survivor].LogText())
 	}
 	t.Logf("status Lease taken over %v after SIGTERM", time.Since(stopped).Round(time.Millisecond))
 	stoppedLeading := replicaLogTime(t, victim, "stopped leading: no longer writing Istio object status")
@@ -292,30 +285,26 @@ func replicaReconciledTrue(s *metav1alpha1.IstioStatus) bool {
 
 // replicaWaitLeader waits until exactly one of bins holds the Lease of
 // the status writer (istio or ingress) and returns its index.
-func replicaWaitLeader(t *testing.T, bins []*testenv.Binary, writer string) int {
+func replicaWaitLeader(t *testing.T, bins []*serverenv.Binary, writer string) int {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		var leaders []int
+	var leaders []int
+	poll.Until(t, "a replica to take the "+writer+" status Lease", func() bool {
+		leaders = nil
 		for i, b := range bins {
 			if replicaScrape(t, b, fmt.Sprintf(`wayfinder_status_leader{writer=%q}`, writer)) == 1 {
 				leaders = append(leaders, i)
 			}
 		}
-		switch {
-		case len(leaders) == 1:
-			return leaders[0]
-		case len(leaders) > 1:
+		if len(leaders) > 1 {
 			t.Fatalf("replicas %v all hold the %s status Lease", leaders, writer)
-		case time.Now().After(deadline):
-			t.Fatalf("no replica took the %s status Lease", writer)
 		}
-		time.Sleep(50 * time.Millisecond) // polling /metrics, bounded by the deadline
-	}
+		return len(leaders) == 1
+	}, apiPoll...)
+	return leaders[0]
 }
 
 // replicaScrape reads one sample from a binary's /metrics; absent means 0.
-func replicaScrape(t *testing.T, b *testenv.Binary, sample string) float64 {
+func replicaScrape(t *testing.T, b *serverenv.Binary, sample string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + b.HTTPAddr + "/metrics")
 	if err != nil {
@@ -347,7 +336,7 @@ func replicaHTTPStatus(addr string) int {
 }
 
 // replicaServingCert is the certificate chain a binary's secure ADS port presents.
-func replicaServingCert(t *testing.T, b *testenv.Binary) []byte {
+func replicaServingCert(t *testing.T, b *serverenv.Binary) []byte {
 	t.Helper()
 	line := b.WaitLogFunc("serving", msgIs("serving"), waitTimeout)
 	addr, _ := line["secureGrpc"].(string)
@@ -363,7 +352,7 @@ func replicaServingCert(t *testing.T, b *testenv.Binary) []byte {
 }
 
 // replicaLogTime is the time of the first log line containing msg.
-func replicaLogTime(t *testing.T, b *testenv.Binary, msg string) time.Time {
+func replicaLogTime(t *testing.T, b *serverenv.Binary, msg string) time.Time {
 	t.Helper()
 	line := b.WaitLog(msg, waitTimeout)
 	s, _ := line["time"].(string)

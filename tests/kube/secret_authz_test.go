@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"fmt"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"os"
 	"path/filepath"
@@ -20,7 +21,8 @@ import (
 	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/credentials"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // The secret authorizer against the real API server and its RBAC, with
@@ -67,12 +69,12 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	// The API server's RBAC authorizer sees a new binding a moment after it
 	// is created: wait until the control plane's ServiceAccount may create
 	// reviews at all, so what follows tests the reviews' answers.
-	waitUntil(t, "the ClusterRoleBinding to take effect", func() bool {
+	poll.Until(t, "the ClusterRoleBinding to take effect", func() bool {
 		_, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: "probe", ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Verb: "get", Resource: "secrets", Namespace: appNS}}}, metav1.CreateOptions{})
 		return err == nil
-	})
+	}, apiPoll...)
 
 	clk := clocktesting.NewFakeClock(time.Now())
 	a, err := credentials.New(credentials.Options{Client: cs.AuthorizationV1().SubjectAccessReviews(), Clock: clk,
@@ -104,7 +106,7 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 	}
 	example = bytes.ReplaceAll(example, []byte("namespace: istio-system"), []byte("namespace: "+gwNS))
 	example = bytes.ReplaceAll(example, []byte("namespace: shop"), []byte("namespace: "+appNS))
-	if _, err := c.Apply(ctx, harness.ApplyOptions{}, bytes.Split(example, []byte("\n---\n"))...); err != nil {
+	if _, err := c.Apply(ctx, apiserver.ApplyOptions{}, bytes.Split(example, []byte("\n---\n"))...); err != nil {
 		t.Fatal(err)
 	}
 	const rbName = "ingressgateway-reads-shop-tls"
@@ -134,35 +136,25 @@ func TestSecretAuthorizerFollowsRBAC(t *testing.T) {
 // of a question is refused as pending while it is reviewed).
 func answered(t *testing.T, ask func() (bool, string)) (bool, string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, reason := ask()
-		if !strings.Contains(reason, "not answered yet") {
-			return ok, reason
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer: %s", reason)
-		}
-		time.Sleep(10 * time.Millisecond) // the authorizer's loop
-	}
+	var ok bool
+	reason := poll.Seen(t, "an answer", func() (string, bool) { // from the authorizer's loop
+		var reason string
+		ok, reason = ask()
+		return reason, !strings.Contains(reason, "not answered yet")
+	}, poll.Timeout(waitTimeout), poll.Interval(10*time.Millisecond))
+	return ok, reason
 }
 
 // waitAnswer steps the clock past the cache's TTL and asks again until the
 // answer is want.
 func waitAnswer(t *testing.T, a *credentials.Authorizer, clk *clocktesting.FakeClock, id model.Identity, ref model.SecretRef, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
+	// Polled: the API server's RBAC informer, not ours.
+	poll.Seen(t, fmt.Sprintf("the answer for %s to be %v", ref, want), func() (string, bool) {
 		clk.Step(2 * time.Minute)
 		ok, reason := a.CanGetSecret(id, ref)
-		if ok == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("answer for %s stayed %v (%s), want %v", ref, ok, reason, want)
-		}
-		time.Sleep(50 * time.Millisecond) // the API server's RBAC informer, not ours
-	}
+		return fmt.Sprintf("%v (%s)", ok, reason), ok == want
+	}, apiPoll...)
 }
 
 // wayfinderClusterRole is the ClusterRole users apply from manifests/base.

@@ -29,10 +29,11 @@ import (
 	"k8s.io/utils/ptr"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // Who gets a gateway's TLS keys, against the real API server with real
@@ -50,7 +51,7 @@ func (e *ingressEnv) applyExample(file string, replace ...string) {
 	for i := 0; i+1 < len(replace); i += 2 {
 		data = bytes.ReplaceAll(data, []byte(replace[i]), []byte(replace[i+1]))
 	}
-	_, err = e.cluster_.Apply(ctx, harness.ApplyOptions{}, bytes.Split(data, []byte("\n---\n"))...)
+	_, err = e.cluster_.Apply(ctx, apiserver.ApplyOptions{}, bytes.Split(data, []byte("\n---\n"))...)
 	e.must(err)
 }
 
@@ -59,14 +60,14 @@ func (e *ingressEnv) applyExample(file string, replace ...string) {
 // learns bindings through its own informer.
 func (e *ingressEnv) waitRBAC(ns, sa, verb, secretNS, name string) {
 	e.t.Helper()
-	waitUntil(e.t, "RBAC to let "+ns+"/"+sa+" "+verb+" Secrets of "+secretNS, func() bool {
+	poll.Until(e.t, "RBAC to let "+ns+"/"+sa+" "+verb+" Secrets of "+secretNS, func() bool {
 		r, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:" + ns + ":" + sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: secretNS, Verb: verb, Resource: "secrets", Name: name},
 		}}, metav1.CreateOptions{})
 		e.must(err)
 		return r.Status.Allowed
-	})
+	}, apiPoll...)
 }
 
 // grantGatewayRole applies manifests/examples/gateway-role.yaml: the
@@ -165,7 +166,7 @@ func (d *debugView) get(pathAndQuery string, v any) string {
 // ("NS/NAME") to node's proxy, "" when it does not.
 func (d *debugView) refusal(node adsc.NodeOptions, secret string) string {
 	var cz struct {
-		SecretRefusals []xds.SecretRefusalz `json:"secretRefusals"`
+		SecretRefusals []debugapi.SecretRefusalz `json:"secretRefusals"`
 	}
 	d.get("/debug/configz", &cz)
 	for _, g := range cz.SecretRefusals {
@@ -204,17 +205,8 @@ func (d *debugView) secrets(node adsc.NodeOptions) ([]string, string) {
 	return names, raw
 }
 
-// poll waits for cond, asking at most every 200 ms (it reads debug pages).
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
+// debugPagePoll waits asking at most every 200 ms (it reads debug pages).
+var debugPagePoll = []poll.Option{poll.Timeout(waitTimeout), poll.Interval(200 * time.Millisecond)}
 
 // The sidecar-identity key request: a pod of the gateway's namespace
 // holding a token of its own ServiceAccount for audience istio-ca (every
@@ -246,10 +238,10 @@ func TestSidecarIdentityGetsNoGatewayKey(t *testing.T) {
 	gwNode := gatewayNode("gw-0")
 	real := e.gateway(gwNode.PodName)
 	waitFor(t, real, "the gateway's HTTPS listener", func(s adsc.State) bool { return s.Listeners["0.0.0.0_443"] != nil })
-	poll(t, "the gateway's certificate sent to it", func() bool {
+	poll.Until(t, "the gateway's certificate sent to it", func() bool {
 		names, _ := dv.secrets(gwNode)
 		return slices.Equal(names, []string{resource})
-	})
+	}, debugPagePoll...)
 
 	// The sidecar identity, same namespace and labels.
 	sidecarNode := adsc.NodeOptions{IP: "127.0.0.1", PodName: "app-0", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}}
@@ -265,9 +257,9 @@ func TestSidecarIdentityGetsNoGatewayKey(t *testing.T) {
 		}
 	}
 	noKey("first config")
-	poll(t, "the sidecar's refusal to be reported", func() bool {
+	poll.Until(t, "the sidecar's refusal to be reported", func() bool {
 		return strings.Contains(dv.refusal(sidecarNode, "istio-system/"+sysSecret), "may neither list the Secrets of namespace istio-system")
-	})
+	}, debugPagePoll...)
 	noKey("once reviewed")
 	if got := e.fetchSecretsAs(sidecarNode, "istio-system", e.ns+"-app", "istio-ca", resource, "kubernetes://istio-system/"+sysSecret); len(got) != 0 {
 		t.Errorf("the sidecar identity asking by name got %v", got)
@@ -294,16 +286,16 @@ func TestSidecarIdentityGetsNoDeployedGatewayKey(t *testing.T) {
 		}},
 	}, metav1.CreateOptions{})
 	e.must(err)
-	labels := map[string]string{gateway.GatewayNameLabel: "edge"}
+	labels := map[string]string{gatewayapi.GatewayNameLabel: "edge"}
 	deployedSA := "edge-" + className
 	dv := newDebugView(e)
 	proxyNode := adsc.NodeOptions{IP: "127.0.0.1", PodName: "edge-0", Namespace: e.ns, Labels: labels}
 	proxy := e.gatewayAs(proxyNode, deployedSA, e.ns)
 	waitFor(t, proxy, "the deployed proxy's HTTPS listener", func(s adsc.State) bool { return s.Listeners["0.0.0.0_443"] != nil })
-	poll(t, "the Gateway's certificate sent to its proxy", func() bool {
+	poll.Until(t, "the Gateway's certificate sent to its proxy", func() bool {
 		names, _ := dv.secrets(proxyNode)
 		return slices.Equal(names, []string{"kubernetes://edge-tls"})
-	})
+	}, debugPagePoll...)
 
 	sidecarNode := adsc.NodeOptions{IP: "127.0.0.1", PodName: "app-0", Namespace: e.ns, Labels: labels}
 	sidecar := e.dialAudience(sidecarNode, e.ns, "app", "istio-ca")
@@ -318,9 +310,9 @@ func TestSidecarIdentityGetsNoDeployedGatewayKey(t *testing.T) {
 		}
 	}
 	noKey("first config")
-	poll(t, "the sidecar's refusal to be reported", func() bool {
+	poll.Until(t, "the sidecar's refusal to be reported", func() bool {
 		return strings.Contains(dv.refusal(sidecarNode, e.ns+"/edge-tls"), "ServiceAccount "+e.ns+"/"+deployedSA+", not "+e.ns+"/app")
-	})
+	}, debugPagePoll...)
 	noKey("once reviewed")
 	if got := e.fetchSecretsAs(sidecarNode, e.ns, "app", "istio-ca", "kubernetes://edge-tls"); len(got) != 0 {
 		t.Errorf("the sidecar identity asking by name got %v", got)
@@ -391,20 +383,20 @@ func TestTenantConfigCannotBorrowAGrantedSecret(t *testing.T) {
 	sys := e.gateway(sysNode.PodName)
 	resource := "kubernetes://" + bank + "/bank-tls"
 	s := waitFor(t, sys, "bank's HTTPS listener", func(s adsc.State) bool { return s.Listeners["0.0.0.0_443"] != nil })
-	poll(t, "bank's certificate sent for bank's Ingress", func() bool {
+	poll.Until(t, "bank's certificate sent for bank's Ingress", func() bool {
 		names, _ := dv.secrets(sysNode)
 		return slices.Contains(names, resource)
-	})
+	}, debugPagePoll...)
 	if s := waitFor(t, sys, "the config bank's certificate came with", func(s adsc.State) bool { return s.Listeners["0.0.0.0_443"] != nil }); s.Listeners["0.0.0.0_8443"] != nil {
 		t.Errorf("the tenant's server is served with bank's certificate: %s", describe(s))
 	}
 	// The tenant's DestinationRule is reported, and its clusters not
 	// built, once the server has it.
-	poll(t, "the tenant's DestinationRule to be reported", func() bool {
+	poll.Until(t, "the tenant's DestinationRule to be reported", func() bool {
 		var cz map[string]any
 		body := dv.get("/debug/configz", &cz)
 		return strings.Contains(body, e.ns+"/web-as-bank") && strings.Contains(body, "names a namespace")
-	})
+	}, debugPagePoll...)
 	web := e.cluster("web")
 	s = waitFor(t, sys, "the config without the tenant's cluster", func(s adsc.State) bool {
 		return s.Listeners["0.0.0.0_443"] != nil && s.Clusters[web] == nil
@@ -429,9 +421,9 @@ func TestTenantConfigCannotBorrowAGrantedSecret(t *testing.T) {
 			}
 		}
 	}
-	poll(t, "the tenant Gateway's refusal to be reported", func() bool {
+	poll.Until(t, "the tenant Gateway's refusal to be reported", func() bool {
 		return strings.Contains(dv.refusal(sysNode, bank+"/bank-tls"), "Gateway "+e.ns+"/evil may name Secrets of the proxy's namespace istio-system only")
-	})
+	}, debugPagePoll...)
 }
 
 // backendIn creates Service name of namespace ns (port 80 "http" to 8080)

@@ -19,8 +19,9 @@ import (
 	knetworking "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // fetchSecrets opens its own ADS stream to the secure port as node, with
@@ -153,7 +154,7 @@ func TestGatewaySecretsFollowRealTokens(t *testing.T) {
 	e.createIngress(e.ingressObj("shop", "shop.example.com", "shop-tls", path{knetworking.PathTypePrefix, "/", "web"}))
 	shop := "kubernetes://" + tenant + "/shop-tls"
 	waitFor(t, sys, "the Ingress's HTTP route", func(s adsc.State) bool { return virtualHost(s, "shop.example.com", web) })
-	waitUntil(t, "the Ingress's Secret refused to istio-system's gateway", func() bool { return refusedIn(e, sysNode, tenant+"/shop-tls") })
+	poll.Until(t, "the Ingress's Secret refused to istio-system's gateway", func() bool { return refusedIn(e, sysNode, tenant+"/shop-tls") }, apiPoll...)
 	if names, _ := e.dumpedSecrets(sysNode); slices.Contains(names, shop) {
 		t.Fatalf("istio-system's gateway got %s before any grant", shop)
 	}
@@ -161,16 +162,16 @@ func TestGatewaySecretsFollowRealTokens(t *testing.T) {
 		t.Fatalf("the tenant gateway got %s before its ServiceAccount may list the Secrets of %s", shop, tenant)
 	}
 	e.grantGatewayRoleTo(tenant, "ingressgateway")
-	waitUntil(t, "the tenant gateway serving its own namespace's Ingress Secret", func() bool {
+	poll.Until(t, "the tenant gateway serving its own namespace's Ingress Secret", func() bool {
 		names, _ := e.dumpedSecrets(tenantNode)
 		return slices.Contains(names, shop)
-	})
+	}, apiPoll...)
 
 	e.grantSecret("shop-tls")
-	waitUntil(t, "istio-system's gateway granted "+shop, func() bool {
+	poll.Until(t, "istio-system's gateway granted "+shop, func() bool {
 		names, _ := e.dumpedSecrets(sysNode)
 		return slices.Contains(names, shop)
-	})
+	}, apiPoll...)
 	if got := e.fetchSecrets(sysNode, "istio-system", sysAccount, shop); !slices.Equal(got, []string{shop}) {
 		t.Errorf("istio-system's gateway asking for %s got %v", shop, got)
 	}
@@ -180,7 +181,7 @@ func TestGatewaySecretsFollowRealTokens(t *testing.T) {
 // refused to node's proxy.
 func refusedIn(e *ingressEnv, node adsc.NodeOptions, secret string) bool {
 	var cz struct {
-		SecretRefusals []xds.SecretRefusalz `json:"secretRefusals"`
+		SecretRefusals []debugapi.SecretRefusalz `json:"secretRefusals"`
 	}
 	e.getJSON("/debug/configz", &cz)
 	for _, g := range cz.SecretRefusals {
@@ -194,18 +195,4 @@ func refusedIn(e *ingressEnv, node adsc.NodeOptions, secret string) bool {
 		}
 	}
 	return false
-}
-
-// waitUntil polls cond until it holds or waitTimeout passes. The debug
-// pages are the only window onto SDS here (the Envoy-like client does not
-// fetch secrets), so there is no event to wait on.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

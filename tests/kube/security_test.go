@@ -22,12 +22,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/certs"
 )
@@ -45,22 +44,26 @@ type secureEnv struct {
 
 func newSecureEnv(t *testing.T) *secureEnv {
 	t.Helper()
-	c, ns := newCluster(t, "sec")
-	e := &secureEnv{env: &env{t: t, c: c, ns: ns, kube: c.Clientset()}, wf: c.Namespace(t, "sec-wf"), other: c.Namespace(t, "sec-other")}
-	var err error
-	if e.istio, err = istioclient.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	return newSecureEnvWith(t, "sec", bootstrap.Options{
+		Security: bootstrap.SecurityOptions{DebugAdminServiceAccounts: []string{"kube-system/named-admin"}},
+	})
+}
+
+// newSecureEnvWith is a secureEnv in new namespaces named after prefix,
+// its server started with opts plus what the env sets (the cluster, the
+// namespaces, the secure port and the client CA).
+func newSecureEnvWith(t *testing.T, prefix string, opts bootstrap.Options) *secureEnv {
+	t.Helper()
+	c, ns := newCluster(t, prefix)
+	e := &secureEnv{env: clientEnv(t, c, ns), wf: c.Namespace(t, prefix+"-wf"), other: c.Namespace(t, prefix+"-other")}
 	e.clientCA = certs.NewCA(t, "client-ca")
 	caFile := filepath.Join(t.TempDir(), "client-ca.pem")
 	e.must(os.WriteFile(caFile, e.clientCA.PEM, 0o600))
 	e.createGateway("gw")
 	e.createVS(e.virtualService("first", "first.example.com", "x.example.com", ""))
-	e.server = startServer(t, bootstrap.Options{
-		Kubeconfig: c.Kubeconfig, WatchNamespaces: []string{ns}, PodNamespace: e.wf,
-		Security: bootstrap.SecurityOptions{SecureGRPCAddr: "127.0.0.1:0", ClientCAFile: caFile,
-			DebugAdminServiceAccounts: []string{"kube-system/named-admin"}},
-	})
+	opts.Kubeconfig, opts.WatchNamespaces, opts.PodNamespace = c.Kubeconfig, []string{ns}, e.wf
+	opts.Security.SecureGRPCAddr, opts.Security.ClientCAFile = "127.0.0.1:0", caFile
+	e.server = startServer(t, opts)
 	cm, err := e.kube.CoreV1().ConfigMaps(e.wf).Get(ctx, security.RootCertConfigMap, metav1.GetOptions{})
 	e.must(err)
 	e.rootPEM = []byte(cm.Data[security.RootCertKey])
@@ -278,7 +281,7 @@ func TestSecurePortAuthenticatesGateways(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("adsz as admin: %d %s", code, body)
 	}
-	var az xds.Adsz
+	var az debugapi.Adsz
 	e.must(json.Unmarshal([]byte(body), &az))
 	ids := map[string]string{}
 	for _, p := range az.Proxies {

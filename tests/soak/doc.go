@@ -1,5 +1,5 @@
 // Package soak runs pilot-discovery (the real binary, Kubernetes mode,
-// against the real API server of tests/kube/harness) under mixed churn for
+// against the real API server of pkg/test/apiserver) under mixed churn for
 // a while: EndpointSlices, VirtualServices and a TLS Secret change and
 // gateways on the secure port disconnect and reconnect, round after round.
 // At the end every gateway must hold the final config, no response may

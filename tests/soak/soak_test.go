@@ -17,8 +17,8 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // The short form (the defaults) runs in `make test`; `make soak` gives
@@ -44,12 +44,12 @@ const waitTimeout = 60 * time.Second
 // within bounds after the churn stopped (closed streams unwinding).
 const settleTimeout = 30 * time.Second
 
-var cluster harness.Shared
+var cluster apiserver.Shared
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := cluster.Run(m)
-	testenv.RemoveBinaryOnce()
+	serverenv.RemoveBinaryOnce()
 	os.Exit(code)
 }
 
@@ -154,7 +154,7 @@ func TestSoakMixedChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := testenv.StartBinary(t, bin, "--kubeconfig", c.Kubeconfig, "--watch-namespaces", ns,
+	b := serverenv.StartBinary(t, bin, "--kubeconfig", c.Kubeconfig, "--watch-namespaces", ns,
 		"--pod-namespace", ns, "--pod-name", "soak-0", "--disable-ingress")
 	secure, _ := b.WaitLogFunc("serving", func(m map[string]any) bool { return m["msg"] == "serving" }, waitTimeout)["secureGrpc"].(string)
 	if secure == "" {
@@ -328,4 +328,4 @@ func errorLines(log string) []string {
 
 // buildBinary is pilot-discovery, built once, after the cluster is known
 // to be available, so a run that skips builds nothing.
-func buildBinary(t *testing.T) string { return testenv.BinaryOnce(t) }
+func buildBinary(t *testing.T) string { return serverenv.BinaryOnce(t) }

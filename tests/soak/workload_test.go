@@ -18,6 +18,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 // secretName is the TLS Secret the Gateway's HTTPS server names; it is
@@ -62,10 +63,7 @@ func (w *workload) setup(ctx context.Context) error {
 		return err
 	}
 	for i := range w.endpoints {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: fmt.Sprintf("svc-%d", i)},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9080, TargetPort: intstr.FromInt32(8080)}}},
-		}
+		svc := objects.Service(w.ns, fmt.Sprintf("svc-%d", i), corev1.ServicePort{Name: "http", Port: 9080, TargetPort: intstr.FromInt32(8080)})
 		if _, err := w.kube.CoreV1().Services(w.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -86,11 +84,7 @@ func (w *workload) setup(ctx context.Context) error {
 // setEndpoints replaces Service svc's EndpointSlice with n ready endpoints.
 func (w *workload) setEndpoints(ctx context.Context, svc, n int) error {
 	name := fmt.Sprintf("svc-%d-1", svc)
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: w.ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: fmt.Sprintf("svc-%d", svc)}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
+	es := objects.EndpointSlice(w.ns, fmt.Sprintf("svc-%d", svc), name, []discoveryv1.EndpointPort{objects.TCPPort("http", 8080)})
 	for k := range n {
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
 			Addresses: []string{fmt.Sprintf("10.%d.%d.%d", 10+svc/250, svc%250, 1+k)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},

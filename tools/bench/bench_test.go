@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -127,8 +128,62 @@ func TestWriteChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
+	b := img.Bounds()
+	if b.Dx() < 600 || b.Dy() < 400 {
 		t.Fatalf("chart is %v", b)
+	}
+	// The chart is drawn by tools/benchchart from these results' JSON:
+	// every panel shows the first series (the floor at 500 gateways, in
+	// the palette's first colour, blue #1f77b4: its point and its legend
+	// entry), so the two agree on the field names.
+	blue := func(x, y int) bool {
+		r, g, bl, _ := img.At(x, y).RGBA()
+		r, g, bl = r>>8, g>>8, bl>>8
+		return bl > g && g > r && bl-r > 60
+	}
+	for q, name := range []string{"CPU seconds", "Peak RSS", "Cold convergence p99", "Update convergence p99"} {
+		x0, y0 := b.Min.X+q%2*b.Dx()/2, b.Min.Y+q/2*b.Dy()/2
+		n := 0
+		for y := y0; y < y0+b.Dy()/2; y++ {
+			for x := x0; x < x0+b.Dx()/2; x++ {
+				if blue(x, y) {
+					n++
+				}
+			}
+		}
+		if n < 10 {
+			t.Errorf("panel %q has %d pixels of the floor's colour, want its point and legend", name, n)
+		}
+	}
+}
+
+// chartInput is the results file tools/benchchart's tests read: the JSON
+// this package writes for sampleResults. When a field's name changes here,
+// this test fails until `go test ./tools/bench -run TestChartInput -update`
+// rewrites it, and then benchchart's tests fail until it reads the new name.
+const chartInput = "../benchchart/testdata/results.json"
+
+var update = flag.Bool("update", false, "rewrite "+chartInput)
+
+func TestChartInput(t *testing.T) {
+	got, err := json.MarshalIndent(struct {
+		Results []result `json:"results"`
+	}{sampleResults()}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *update {
+		if err := os.WriteFile(chartInput, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(chartInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("%s is not the JSON of sampleResults: run go test ./tools/bench -run TestChartInput -update", chartInput)
 	}
 }
 

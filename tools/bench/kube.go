@@ -1,7 +1,7 @@
 package main
 
 // The Kubernetes-mode benchmark (--kube, `make bench-kube`): per case, a
-// real etcd and kube-apiserver on loopback (tests/kube/harness), the
+// real etcd and kube-apiserver on loopback (pkg/test/apiserver), the
 // workload written into it as Services, EndpointSlices, a Gateway,
 // VirtualServices and DestinationRules (workload.WriteKube), the real
 // pilot-discovery in Kubernetes mode against it, and G simulated gateways
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
 	"github.com/wayfinder-dev/wayfinder/tools/loadgen/load"
 	"github.com/wayfinder-dev/wayfinder/tools/workload"
 )
@@ -118,7 +118,7 @@ func runKubeMode(o options, kf *kubeFlags) error {
 	if err != nil {
 		return err
 	}
-	bins, err := harness.FindBinaries(harness.Binaries{})
+	bins, err := apiserver.FindBinaries(apiserver.Binaries{})
 	if err != nil {
 		return err
 	}
@@ -146,12 +146,12 @@ func runKubeMode(o options, kf *kubeFlags) error {
 }
 
 // runKubeCase measures one case on a fresh cluster.
-func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins harness.Binaries, c benchCase, churn, delta bool) kubeResult {
+func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins apiserver.Binaries, c benchCase, churn, delta bool) kubeResult {
 	res := kubeResult{Case: c, Server: "pilot"}
 	if delta {
 		res.Server = "pilot-delta"
 	}
-	cl, err := harness.New(harness.Options{Binaries: bins})
+	cl, err := apiserver.New(apiserver.Options{Binaries: bins})
 	if err != nil {
 		res.Error = "starting etcd and kube-apiserver: " + err.Error()
 		return res

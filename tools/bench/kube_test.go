@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 // The Kubernetes-mode bench at a tiny size, end to end: a real etcd and
@@ -21,14 +21,14 @@ func TestKubeBenchTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver and pilot-discovery")
 	}
-	bins, err := harness.FindBinaries(harness.Binaries{})
+	bins, err := apiserver.FindBinaries(apiserver.Binaries{})
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true and %v", err)
 		}
 		t.Skipf("skipping Kubernetes-mode bench: %v", err)
 	}
-	bin, err := testenv.BuildBinary(t.TempDir(), false)
+	bin, err := serverenv.BuildBinary(t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

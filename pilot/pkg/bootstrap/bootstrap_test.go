@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -36,9 +36,7 @@ func (f *fakeSource) ConfigErrors() []*config.Error {
 	return []*config.Error{{Source: f.problem, Message: "problem in " + f.problem}}
 }
 
-func vs(ns, name string) config.Config {
-	return config.Config{Meta: config.Meta{Kind: schema.VirtualService, Namespace: ns, Name: name}, Spec: &networking.VirtualService{Hosts: []string{name}}}
-}
+func vs(ns, name string) config.Config { return objects.VirtualService(ns, name, name) }
 
 func TestAggregateStoreMergesSources(t *testing.T) {
 	a := &fakeSource{Store: memory.New([]config.Config{vs("b", "x"), vs("a", "shared")}), problem: "kube://b"}
@@ -118,8 +116,3 @@ func TestOptionsAllowOneConfigSource(t *testing.T) {
 		t.Errorf("NewServer with a missing kubeconfig: %v, want an error naming it", err)
 	}
 }
-
-// staticRegistry is a fixed service registry.
-type staticRegistry []*model.Service
-
-func (r staticRegistry) Services() []*model.Service { return r }

@@ -5,7 +5,8 @@ import (
 
 	"k8s.io/client-go/metadata"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
+	kubegatewayapi "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -25,18 +26,18 @@ type istioStore interface {
 // ServiceEntry changes schedule a conversion. deploys says the deployer
 // is on: the Secrets of the Gateways it deploys go to the proxies running
 // as the ServiceAccount it made for each.
-func gatewayAPISource(c KubeClients, domainSuffix string, deploys bool, istio istioStore) (*gateway.Controller, error) {
+func gatewayAPISource(c KubeClients, domainSuffix string, deploys bool, istio istioStore) (*kubegatewayapi.Controller, error) {
 	// CRDs are watched (metadata only) so that Gateway API kinds installed
 	// after start are served without a restart.
 	meta, err := metadata.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
-	gc, err := gateway.NewController(gateway.ControllerOptions{
+	gc, err := kubegatewayapi.NewController(kubegatewayapi.ControllerOptions{
 		Client: c.GatewayAPI, Kube: c.Kube, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
 		ServiceEntries:       func() []config.Config { return istio.List(schema.ServiceEntry, "") },
 		ServiceEntriesSynced: istio.Synced(),
-		Convert:              gateway.Options{DomainSuffix: domainSuffix, DeploysProxies: deploys},
+		Convert:              gatewayapi.Options{DomainSuffix: domainSuffix, DeploysProxies: deploys},
 	})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	filegatewayapi "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/file/gatewayapi"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -29,7 +30,7 @@ type GatewayAPIOptions struct {
 type fileStore struct {
 	*aggregateStore
 	queue   *queue.Queue
-	gateway *gateway.StaticSource // nil when the Gateway API is off
+	gateway *filegatewayapi.StaticSource // nil when the Gateway API is off
 }
 
 // newFileStore builds file mode's store.
@@ -51,23 +52,23 @@ func newFileStore(opts Options) (*fileStore, *file.Controller, error) {
 	// where maps each object of the last Input to its file and document;
 	// Input and Locate run one after the other on the queue.
 	var where map[string]string
-	gs, err := gateway.NewStaticSource(gateway.StaticOptions{
-		Input: func() (gateway.Input, error) {
+	gs, err := filegatewayapi.NewStaticSource(filegatewayapi.StaticOptions{
+		Input: func() (gatewayapi.Input, error) {
 			objs := fc.GatewayAPIObjects()
 			list := make([]metav1.Object, 0, len(objs))
 			where = make(map[string]string, len(objs))
 			for _, o := range objs {
 				list = append(list, o.Object)
-				where[gateway.Source(o.Kind.Name, o.Object)] = o.Source
+				where[gatewayapi.Source(o.Kind.Name, o.Object)] = o.Source
 			}
-			in := gateway.InputOf(list)
-			in.Services = gateway.ServicesFromEntries(fc, opts.DomainSuffix)
+			in := gatewayapi.InputOf(list)
+			in.Services = filegatewayapi.ServicesFromEntries(fc, opts.DomainSuffix)
 			// backendRefs of kind Hostname name the folder's ServiceEntries.
 			in.ServiceEntries = fc.List(schema.ServiceEntry, "")
 			return in, nil
 		},
 		Locate: func(object string) string { return where[object] },
-		Queue:  q, Convert: gateway.Options{DomainSuffix: opts.DomainSuffix}, Logger: opts.Logger,
+		Queue:  q, Convert: gatewayapi.Options{DomainSuffix: opts.DomainSuffix}, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway API: %w", err)
@@ -91,7 +92,7 @@ func (s *fileStore) Run(ctx context.Context) {
 
 // gatewayAPIStatus is the status the last Gateway API conversion
 // computed, for /debug/configz; nil when the Gateway API is off.
-func (s *fileStore) gatewayAPIStatus() func() gateway.Status {
+func (s *fileStore) gatewayAPIStatus() func() gatewayapi.Status {
 	if s.gateway == nil {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/crdclient"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	kubegatewayapi "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
@@ -114,7 +114,7 @@ type kubeMode struct {
 	istioStatus *status.IstioWriter
 	// gatewayAPI is the Gateway API source, whose status the Istio status
 	// writer also writes.
-	gatewayAPI *gateway.Controller
+	gatewayAPI *kubegatewayapi.Controller
 	// gatewayDeployer (nil when off) deploys the proxies of Gateways.
 	gatewayDeployer *gatewaydeploy.Deployer
 	// istioInformers are the Istio config informers, shared by the config

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pkg/grpctransport"
 )
 
@@ -16,12 +16,12 @@ import (
 // level here and per ADS stream in XDS. Zero fields are defaults.
 type Limits struct {
 	// XDS are the per-stream limits of the discovery server.
-	XDS xds.Limits
+	XDS limits.Options
 	// MaxRecvMsgBytes bounds one message a client sends. It must fit the
 	// largest request a gateway sends, its EDS request naming every
 	// cluster: 5 MB at 100,000 services of 50-byte names, more than
 	// Istio's 4 MiB. What a stream keeps of its requests is bounded by the
-	// ADS limits on names (xds.Limits), not by this.
+	// ADS limits on names (limits.Options), not by this.
 	MaxRecvMsgBytes int
 	// MaxStreamsPerConnection is HTTP/2's MaxConcurrentStreams: ADS needs
 	// one stream per gateway, proxyless gRPC clients one per channel.
@@ -37,7 +37,7 @@ type Limits struct {
 }
 
 // DefaultLimits are the gRPC defaults; the ADS defaults are
-// xds.DefaultLimits. Keepalives are Istio's (30 s, 10 s, pings allowed
+// limits.Defaults. Keepalives are Istio's (30 s, 10 s, pings allowed
 // every 15 s). 16 MiB messages carry the EDS request of 300,000 services.
 var DefaultLimits = Limits{
 	MaxRecvMsgBytes:         16 << 20,

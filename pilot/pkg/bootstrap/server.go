@@ -60,11 +60,11 @@ func NewServer(opts Options) (s *Server, err error) {
 		EndpointDebounce: opts.EndpointDebounce,
 		Logger:           opts.Logger,
 		Registry:         registry,
-		Replica:          opts.PodName,
 		Limits:           opts.Limits.XDS,
 		WarmGateways:     opts.WarmGateways,
 		Scoping:          model.Scoping{RootNamespace: opts.RootNamespace, DomainSuffix: opts.DomainSuffix},
 	}
+	dopts := debugOptions{replica: opts.PodName, registry: registry}
 	var (
 		store   model.ConfigStoreController
 		kube    *kubeMode
@@ -89,7 +89,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		xopts.SecretAuthorizer = kube.secretAuthorizer()
 		if kube.gatewayAPI != nil {
 			xopts.GatewaySecretGrants = kube.gatewayAPI
-			xopts.GatewayAPIStatus = kube.gatewayAPI.Status
+			dopts.sections = append(dopts.sections, gatewayAPISection(kube.gatewayAPI.Status))
 		}
 	} else {
 		fs, fc, err := newFileStore(opts)
@@ -99,7 +99,9 @@ func NewServer(opts Options) (s *Server, err error) {
 		fileCtl = fc
 		store = fs
 		xopts.Store, xopts.Errors = fs, fs
-		xopts.GatewayAPIStatus = fs.gatewayAPIStatus()
+		if st := fs.gatewayAPIStatus(); st != nil {
+			dopts.sections = append(dopts.sections, gatewayAPISection(st))
+		}
 	}
 	sec, err := newSecureParts(opts, kube, registry)
 	if err != nil {
@@ -107,7 +109,7 @@ func NewServer(opts Options) (s *Server, err error) {
 	}
 	xopts.AuthFailures = sec.failures
 	if sec.tokens != nil {
-		xopts.DebugAuth = &security.DebugAuth{Tokens: sec.tokens, AdminNamespaces: opts.Security.DebugAdminNamespaces,
+		dopts.auth = &security.DebugAuth{Tokens: sec.tokens, AdminNamespaces: opts.Security.DebugAdminNamespaces,
 			AdminServiceAccounts: opts.Security.DebugAdminServiceAccounts, Admission: sec.debugAdmission}
 		if len(opts.Security.DebugAdminNamespaces)+len(opts.Security.DebugAdminServiceAccounts) == 0 {
 			opts.Logger.Info("no debug admins: without --pod-namespace, --debug-admin-namespaces or --debug-admin-service-accounts, a token reads only its own namespace's proxies")
@@ -144,9 +146,7 @@ func NewServer(opts Options) (s *Server, err error) {
 		ds.Register(s.secure)
 	}
 
-	mux := http.NewServeMux()
-	ds.RegisterDebug(mux)
-	s.http = newHTTPServer(xds.ReadOnly(mux), opts.Security.DebugServer)
+	s.http = newHTTPServer(debugHandler(ds, dopts), opts.Security.DebugServer)
 	s.httpRegistry = registry
 
 	for _, k := range schema.Kinds() {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/analysis"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 )
 
 // The table folds the protocol states into what an operator asks: SENT
@@ -15,14 +15,14 @@ import (
 // version, SYNCED the acked one.
 func TestStatusCells(t *testing.T) {
 	cases := []struct {
-		in   xds.SyncType
+		in   debugapi.SyncType
 		want string
 	}{
-		{xds.SyncType{Status: "SYNCED", SentVersion: "aaaaaaaaaaaaaaaa", AckedVersion: "aaaaaaaaaaaaaaaa"}, "SYNCED (aaaaaaaaaaaa)"},
-		{xds.SyncType{Status: "SYNCED", SentVersion: "v1", AckedVersion: "v1", Stale: true}, "STALE (v1)"},
-		{xds.SyncType{Status: "SENT", SentVersion: "v2", AckedVersion: "v1"}, "STALE (v2)"},
-		{xds.SyncType{Status: "NACKED", SentVersion: "v3", AckedVersion: "v1", LastNack: &xds.SyncNack{Version: "v3", Message: "no"}}, "NACKED (v3)"},
-		{xds.SyncType{Status: "NOT_SENT"}, "NOT SENT"},
+		{debugapi.SyncType{Status: "SYNCED", SentVersion: "aaaaaaaaaaaaaaaa", AckedVersion: "aaaaaaaaaaaaaaaa"}, "SYNCED (aaaaaaaaaaaa)"},
+		{debugapi.SyncType{Status: "SYNCED", SentVersion: "v1", AckedVersion: "v1", Stale: true}, "STALE (v1)"},
+		{debugapi.SyncType{Status: "SENT", SentVersion: "v2", AckedVersion: "v1"}, "STALE (v2)"},
+		{debugapi.SyncType{Status: "NACKED", SentVersion: "v3", AckedVersion: "v1", LastNack: &debugapi.SyncNack{Version: "v3", Message: "no"}}, "NACKED (v3)"},
+		{debugapi.SyncType{Status: "NOT_SENT"}, "NOT SENT"},
 	}
 	for _, c := range cases {
 		if got := cell(TypeStatus{SyncType: c.in, Summary: summary(c.in)}); got != c.want {
@@ -35,8 +35,8 @@ func TestStatusCells(t *testing.T) {
 // without a type shows "-".
 func TestStatusTable(t *testing.T) {
 	st := []ProxyStatus{
-		{ID: "a", Replica: "r0", Types: []TypeStatus{{SyncType: xds.SyncType{Type: "cds", Status: "SYNCED", AckedVersion: "1"}, Summary: "SYNCED"}}},
-		{ID: "b", Replica: "r1", Types: []TypeStatus{{SyncType: xds.SyncType{Type: "sds", Status: "SENT", SentVersion: "2"}, Summary: "STALE"}}},
+		{ID: "a", Replica: "r0", Types: []TypeStatus{{SyncType: debugapi.SyncType{Type: "cds", Status: "SYNCED", AckedVersion: "1"}, Summary: "SYNCED"}}},
+		{ID: "b", Replica: "r1", Types: []TypeStatus{{SyncType: debugapi.SyncType{Type: "sds", Status: "SENT", SentVersion: "2"}, Summary: "STALE"}}},
 	}
 	var b bytes.Buffer
 	if err := WriteStatus(&b, st, StatusOptions{}); err != nil {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 )
 
 // ClientOptions say how to reach the debug endpoints of one or more
@@ -114,7 +114,7 @@ func (c *Client) GetRaw(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s%s: reading answer: %w", c.base, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var de xds.DebugError
+		var de debugapi.Error
 		msg := strings.TrimSpace(string(body))
 		if json.Unmarshal(body, &de) == nil && de.Error != "" {
 			msg = de.Error

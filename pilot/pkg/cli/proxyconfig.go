@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 )
 
 // ConfigOptions configure proxy-config.
@@ -38,7 +38,7 @@ func ResolveProxy(ctx context.Context, clients []*Client, proxy string) (*Client
 	}
 	var exact, loose []match
 	for _, c := range clients {
-		var az xds.Adsz
+		var az debugapi.Adsz
 		if err := c.Get(ctx, "/debug/adsz", &az); err != nil {
 			return nil, "", err
 		}

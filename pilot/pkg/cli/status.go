@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 )
 
 // StatusOptions configure proxy-status.
@@ -32,7 +32,7 @@ type ProxyStatus struct {
 
 // TypeStatus is one xDS type of one proxy.
 type TypeStatus struct {
-	xds.SyncType
+	debugapi.SyncType
 	// Summary is SYNCED (the proxy ACKed the latest version), STALE (it
 	// was sent a version it has not ACKed yet, or a newer one waits),
 	// NACKED (it rejected the latest version) or NOT SENT.
@@ -41,7 +41,7 @@ type TypeStatus struct {
 
 // summary folds a type's protocol state into what an operator asks:
 // has the proxy got the current config?
-func summary(t xds.SyncType) string {
+func summary(t debugapi.SyncType) string {
 	switch {
 	case t.Status == "NACKED":
 		return "NACKED"
@@ -60,11 +60,11 @@ func CollectStatus(ctx context.Context, clients []*Client) ([]ProxyStatus, error
 	var out []ProxyStatus
 	for _, c := range clients {
 		replica := c.Addr()
-		var v xds.VersionInfo
+		var v debugapi.VersionInfo
 		if err := c.Get(ctx, "/debug/version", &v); err == nil && v.Replica != "" {
 			replica = v.Replica
 		}
-		var sz xds.Syncz
+		var sz debugapi.Syncz
 		if err := c.Get(ctx, "/debug/syncz", &sz); err != nil {
 			return nil, err
 		}

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/version"
 )
 
 // Versions is the body of `wayfinder version -o json`.
 type Versions struct {
-	Client  version.Info      `json:"client"`
-	Servers []xds.VersionInfo `json:"servers,omitempty"`
+	Client  version.Info           `json:"client"`
+	Servers []debugapi.VersionInfo `json:"servers,omitempty"`
 }
 
 // VersionOptions configure version.
@@ -32,7 +32,7 @@ func WriteVersion(ctx context.Context, w io.Writer, clients []*Client, opts Vers
 	var firstErr error
 	if !opts.ClientOnly {
 		for _, c := range clients {
-			var v xds.VersionInfo
+			var v debugapi.VersionInfo
 			if err := c.Get(ctx, "/debug/version", &v); err != nil {
 				if firstErr == nil {
 					firstErr = err

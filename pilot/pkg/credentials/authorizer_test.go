@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -118,7 +119,8 @@ func TestAnswersNeverWait(t *testing.T) {
 		t.Fatalf("first ask: %v %q, want refused as pending", ok, reason)
 	}
 	// The review is under way and held; asking again still answers.
-	waitUntil(t, func() bool { return len(gate) == 0 && r.count() == 0 })
+	poll.Until(t, "the review to be under way", func() bool { return len(gate) == 0 && r.count() == 0 },
+		poll.Timeout(10*time.Second), poll.Interval(time.Millisecond))
 	if ok, _ := a.CanGetSecret(gw, shop); ok {
 		t.Fatal("allowed before the review answered")
 	}

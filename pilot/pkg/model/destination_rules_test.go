@@ -9,15 +9,13 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func testRule(ns, name, host string, exportTo []string, subsets ...string) config.Config {
-	spec := &networking.DestinationRule{Host: host, ExportTo: exportTo}
-	for _, s := range subsets {
-		spec.Subsets = append(spec.Subsets, &networking.Subset{Name: s})
-	}
-	return config.Config{Meta: config.Meta{Kind: schema.DestinationRule, Namespace: ns, Name: name}, Spec: spec}
+	c := objects.DestinationRule(ns, name, host, subsets...)
+	c.Spec.(*networking.DestinationRule).ExportTo = exportTo
+	return c
 }
 
 func subsetNames(c *config.Config) []string {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -220,7 +221,7 @@ func TestInvalidNodeIDEndsTheStream(t *testing.T) {
 			t.Errorf("node id %q: stream ended with %v, want InvalidArgument naming the id", id, err)
 		}
 	}
-	if got := h.s.adsz(nil).TotalProxies; got != 0 {
+	if got := h.s.Adsz(nil).TotalProxies; got != 0 {
 		t.Errorf("%d proxies registered from invalid ids", got)
 	}
 }
@@ -287,7 +288,7 @@ func TestLastStreamCloseClearsTheProxy(t *testing.T) {
 	if got := h.metric("pilot_xds"); got != 1 {
 		t.Errorf("pilot_xds = %v with one proxy on two streams, want 1", got)
 	}
-	if got := len(h.s.adsz(nil).Proxies[0].Streams); got != 2 {
+	if got := len(h.s.Adsz(nil).Proxies[0].Streams); got != 2 {
 		t.Errorf("adsz shows %d streams, want 2", got)
 	}
 	a1.close()
@@ -336,7 +337,7 @@ func TestInvalidGeneratedResourcesAreDroppedAndCounted(t *testing.T) {
 	if names := resourceNames(t, got[resource.RouteType]); !slices.Equal(names, []string{"http.80"}) {
 		t.Errorf("routes sent %v", names)
 	}
-	if err := h.snapshot(nodeID("a")).consistent(); err != nil {
+	if err := h.snapshot(nodeID("a")).Consistent(); err != nil {
 		t.Error(err)
 	}
 	if n := h.metric("wayfinder_config_errors", "kind", "none", "origin", "translation"); n != 5 {
@@ -345,7 +346,7 @@ func TestInvalidGeneratedResourcesAreDroppedAndCounted(t *testing.T) {
 	if n := h.metric("wayfinder_config_errors", "kind", "VirtualService", "origin", "source"); n != 1 {
 		t.Errorf("source config errors = %v, want 1", n)
 	}
-	var cz Configz
+	var cz debugapi.Configz
 	_, body := h.get("/debug/configz")
 	if err := json.Unmarshal(body, &cz); err != nil {
 		t.Fatal(err)
@@ -406,9 +407,9 @@ func TestTranslatorPanicKeepsProxiesOnTheirConfig(t *testing.T) {
 }
 
 // syncOf reads one type of one proxy from /debug/syncz.
-func syncOf(t *testing.T, h *harness, id, typ string) SyncType {
+func syncOf(t *testing.T, h *harness, id, typ string) debugapi.SyncType {
 	t.Helper()
-	var sz Syncz
+	var sz debugapi.Syncz
 	_, body := h.get("/debug/syncz")
 	if err := json.Unmarshal(body, &sz); err != nil {
 		t.Fatal(err)
@@ -424,5 +425,5 @@ func syncOf(t *testing.T, h *harness, id, typ string) SyncType {
 		}
 	}
 	t.Fatalf("syncz has no %s for %s: %s", typ, id, body)
-	return SyncType{}
+	return debugapi.SyncType{}
 }

@@ -12,6 +12,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -55,11 +56,16 @@ func benchWorkload(n int) []config.Config {
 
 // benchServer is a server with the real translators and n connected
 // proxies of one gateway group (without streams: the benchmark measures
-// building and marshaling, not the network).
-func benchServer(b *testing.B, n int) (*DiscoveryServer, *prometheus.Registry) {
+// building and marshaling, not the network). edit, when given, changes
+// the server's options.
+func benchServer(b *testing.B, n int, edit ...func(*Options)) (*DiscoveryServer, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
-	s := NewDiscoveryServer(Options{Store: newTestStore(benchWorkload(1000)...), Registry: reg,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := Options{Store: newTestStore(benchWorkload(1000)...), Registry: reg,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, e := range edit {
+		e(&opts)
+	}
+	s := NewDiscoveryServer(opts)
 	for i := range n {
 		id := nodeID("gw-" + strconv.Itoa(i))
 		p := &model.Proxy{ID: id, Type: model.Router, Namespace: "istio-system", Labels: ingressLabels}
@@ -101,14 +107,14 @@ func BenchmarkPush(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					if mode == "cold" {
-						s.intern = newInterner(s.intern.marshaled)
+						s.tr.ResetInterner()
 					}
 					s.push(req)
 				}
 				b.ReportMetric((marshalCount(b, reg)-before)/float64(b.N), "marshals/op")
 				v := s.proxies[nodeID("gw-0")].view
-				if len(v.sets[cdsIdx].items) != 6000 || len(v.sets[ldsIdx].items) != 1 {
-					b.Fatalf("%d clusters, %d listeners", len(v.sets[cdsIdx].items), len(v.sets[ldsIdx].items))
+				if len(v.Sets[snapshot.CDS].Items) != 6000 || len(v.Sets[snapshot.LDS].Items) != 1 {
+					b.Fatalf("%d clusters, %d listeners", len(v.Sets[snapshot.CDS].Items), len(v.Sets[snapshot.LDS].Items))
 				}
 				for _, p := range s.proxies {
 					if p.view != v {
@@ -130,15 +136,18 @@ func BenchmarkPush(b *testing.B) {
 func BenchmarkEndpointPush(b *testing.B) {
 	for _, mode := range []string{"registry", "service-entries"} {
 		b.Run(mode, func(b *testing.B) {
-			s, _ := benchServer(b, 500)
 			key := config.Key{Kind: schema.ServiceEntry, Namespace: "bench", Name: "svc-1"}
 			reg := &benchRegistry{}
+			var edit []func(*Options)
 			if mode == "registry" {
 				// The same services, from a registry instead of the store.
-				reg.services = model.NewPushContext(s.store).Services()
-				s.store = newTestStore(slices.DeleteFunc(benchWorkload(1000), func(c config.Config) bool { return c.Kind == schema.ServiceEntry })...)
-				s.registries = []model.ServiceDiscovery{reg}
+				reg.services = model.NewPushContext(newTestStore(benchWorkload(1000)...)).Services()
+				edit = append(edit, func(o *Options) {
+					o.Store = newTestStore(slices.DeleteFunc(benchWorkload(1000), func(c config.Config) bool { return c.Kind == schema.ServiceEntry })...)
+					o.Registries = []model.ServiceDiscovery{reg}
+				})
 			}
+			s, _ := benchServer(b, 500, edit...)
 			s.push(&model.PushRequest{Full: true, Reasons: map[string]int{"bench": 1}})
 			req := &model.PushRequest{Reasons: map[string]int{"endpoint": 1}, ConfigsUpdated: map[config.Key]struct{}{key: {}}}
 			round := 0
@@ -152,8 +161,8 @@ func BenchmarkEndpointPush(b *testing.B) {
 				}
 				s.push(req)
 			}
-			if st := s.state; !st.endpointsOnly || len(st.groups) != 1 {
-				b.Fatalf("endpointsOnly=%v, %d groups", st.endpointsOnly, len(st.groups))
+			if st := s.state; !st.EndpointsOnly || len(st.Groups) != 1 {
+				b.Fatalf("endpointsOnly=%v, %d groups", st.EndpointsOnly, len(st.Groups))
 			}
 		})
 	}

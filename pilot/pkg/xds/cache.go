@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 )
 
 // openWatch binds w to its stream, and evaluates it. The stream's loop
@@ -67,7 +69,7 @@ func (s *DiscoveryServer) notifyLocked(p *proxyState, changed typeMask) {
 	}
 }
 
-func (s *DiscoveryServer) notifyStreamLocked(st *streamState, v *view, changed typeMask) {
+func (s *DiscoveryServer) notifyStreamLocked(st *streamState, v *snapshot.View, changed typeMask) {
 	if changed == allTypes {
 		for _, t := range slices.SortedFunc(maps.Keys(st.types), compareTypeURL) {
 			if w := st.types[t].watch; w != nil {
@@ -76,7 +78,7 @@ func (s *DiscoveryServer) notifyStreamLocked(st *streamState, v *view, changed t
 		}
 		return
 	}
-	for i, t := range servedTypes {
+	for i, t := range snapshot.Types {
 		if changed&(1<<i) == 0 {
 			continue
 		}
@@ -99,7 +101,7 @@ func compareStreamKey(a, b streamKey) int {
 // evaluateLocked answers w if v differs from what its stream holds. The
 // caller holds mu. Sending cannot block: a response goes to the stream's
 // outbox.
-func (s *DiscoveryServer) evaluateLocked(w *watch, v *view) {
+func (s *DiscoveryServer) evaluateLocked(w *watch, v *snapshot.View) {
 	if w.sotwReq != nil {
 		s.respondSotwLocked(w, v)
 	} else {
@@ -111,20 +113,20 @@ func (s *DiscoveryServer) evaluateLocked(w *watch, v *view) {
 // wildcard request gets every resource of the type; a named request gets
 // the names asked for that exist (a missing name is answered by its
 // absence). The response's version is the type's version in the view.
-func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
+func (s *DiscoveryServer) respondSotwLocked(w *watch, v *snapshot.View) {
 	ts, req := w.ts, w.sotwReq
-	cur := v.set(ts.typeURL)
+	cur := v.Set(ts.typeURL)
 	wildcard := w.sub.IsWildcard()
 	names := w.sub.SubscribedResources()
 	if !sotwShouldRespond(ts, req, cur, wildcard, names) {
 		s.convergedLocked(w.st.proxy, ts.typeURL, cur)
 		return
 	}
-	resp := &discovery.DiscoveryResponse{VersionInfo: cur.version, TypeUrl: ts.typeURL}
+	resp := &discovery.DiscoveryResponse{VersionInfo: cur.Version, TypeUrl: ts.typeURL}
 	var sentNames map[string]struct{}
 	var sentList []string
 	if wildcard {
-		resp.Resources = cur.anys // shared by every wildcard response of this view
+		resp.Resources = cur.Anys // shared by every wildcard response of this view
 	} else {
 		// The subscription's name set is replaced, never changed, by later
 		// requests, so it can be kept as the record of what was answered.
@@ -132,13 +134,13 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 		if part := sotwPartial(ts, req, cur, names); len(part) > 0 {
 			resp.Resources = part
 		} else {
-			resp.Resources = cur.namedAnysFor(sentList, names)
+			resp.Resources = cur.NamedAnysFor(sentList, names)
 		}
 	}
 	// Ordered ADS drops a queued response of a type when a newer request
 	// of that type arrives, so at most this one is still in flight.
 	// Every stream sent this content writes the same serialized body.
-	b := cur.sotwBody(ts.typeURL, resp.Resources, s.countEncoding)
+	b := cur.SotwBody(ts.typeURL, resp.Resources, s.countEncoding)
 	ts.inflight = []*inflight{{sotw: resp, set: cur, names: sentNames, list: sentList}}
 	ts.watch = nil
 	w.sotwOut.put(&sotwOut{req: req, resp: resp, body: b})
@@ -153,13 +155,13 @@ func (s *DiscoveryServer) respondSotwLocked(w *watch, v *view) {
 // when nothing of the changed set is asked for and exists, nil: the
 // caller sends every name. A client that rejected its last response, or
 // names another version than it was sent, gets every name.
-func sotwPartial(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, names map[string]struct{}) []*anypb.Any {
+func sotwPartial(ts *typeStatus, req *discovery.DiscoveryRequest, cur *snapshot.TypeSet, names map[string]struct{}) []*anypb.Any {
 	if !partialSotwType(ts.typeURL) || (ts.nackedNonce != "" && req.GetResponseNonce() == ts.nackedNonce) ||
 		req.GetVersionInfo() != ts.sentVersion ||
-		!(sameMap(names, ts.sentNames) || sameNameList(req.GetResourceNames(), ts.sentList)) {
+		!(sameMap(names, ts.sentNames) || snapshot.SameNameList(req.GetResourceNames(), ts.sentList)) {
 		return nil
 	}
-	changed, ok := cur.changedSince(ts.sent)
+	changed, ok := cur.ChangedSince(ts.sent)
 	if !ok {
 		return nil
 	}
@@ -168,8 +170,8 @@ func sotwPartial(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, 
 		if _, ok := names[n]; !ok {
 			continue
 		}
-		if r := cur.byName[n]; r != nil {
-			out = append(out, r.any)
+		if r := cur.ByName[n]; r != nil {
+			out = append(out, r.Any)
 		}
 	}
 	return out
@@ -186,30 +188,9 @@ func partialSotwType(typeURL string) bool {
 	return false
 }
 
-// namedAnys returns the Anys of the named resources that exist, by name:
-// walking the sorted set when the names cover much of it, else sorting the
-// names.
-func namedAnys(cur *typeSet, names map[string]struct{}) []*anypb.Any {
-	var out []*anypb.Any
-	if len(cur.items) <= 4*len(names) {
-		for _, r := range cur.items {
-			if _, ok := names[r.name]; ok {
-				out = append(out, r.any)
-			}
-		}
-		return out
-	}
-	for _, n := range slices.Sorted(maps.Keys(names)) {
-		if r := cur.byName[n]; r != nil {
-			out = append(out, r.any)
-		}
-	}
-	return out
-}
-
 // sotwShouldRespond decides whether a SotW request is answered now. When
 // not, it may replace ts.sentNames by an equal set (see below).
-func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typeSet, wildcard bool, names map[string]struct{}) bool {
+func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *snapshot.TypeSet, wildcard bool, names map[string]struct{}) bool {
 	if ts.sent == nil {
 		return true // the stream has not been sent this type: answer, even if empty
 	}
@@ -225,18 +206,18 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 		return true
 	}
 	if wildcard {
-		return cur.version != ts.sent.version
+		return cur.Version != ts.sent.Version
 	}
 	// The common case on a push, checked without walking the names (a
 	// gateway's EDS names every cluster: walking them for every proxy
 	// was half of a push): the same name set as answered, and a set with
 	// the same version, which hashes every (name, content hash) pair.
-	sameContent := cur == ts.sent || cur.version == ts.sent.version
-	sameNames := sameMap(names, ts.sentNames) || sameNameList(req.GetResourceNames(), ts.sentList)
+	sameContent := cur == ts.sent || cur.Version == ts.sent.Version
+	sameNames := sameMap(names, ts.sentNames) || snapshot.SameNameList(req.GetResourceNames(), ts.sentList)
 	if sameContent && sameNames {
 		return false
 	}
-	if changed, ok := cur.changedSince(ts.sent); !sameContent && ok && sameNames {
+	if changed, ok := cur.ChangedSince(ts.sent); !sameContent && ok && sameNames {
 		// cur is what the stream holds with a few resources replaced:
 		// only those names can differ.
 		for _, n := range changed {
@@ -252,7 +233,7 @@ func sotwShouldRespond(ts *typeStatus, req *discovery.DiscoveryRequest, cur *typ
 		if _, ok := ts.sentNames[n]; !ok {
 			return true // newly subscribed: answer, even if it does not exist
 		}
-		if !sameContent && cur.hashOf(n) != ts.sent.hashOf(n) {
+		if !sameContent && cur.HashOf(n) != ts.sent.HashOf(n) {
 			return true
 		}
 	}
@@ -285,10 +266,10 @@ func sameMap[K comparable, V any](a, b map[K]V) bool {
 // others cover the names subscribed. The first request of a type on a
 // stream is answered even when nothing differs, so the client can finish
 // initializing.
-func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
+func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *snapshot.View) {
 	ts := w.ts
-	cur := v.set(ts.typeURL)
-	known := w.sub.known
+	cur := v.Set(ts.typeURL)
+	known := w.sub.ReturnedResources()
 	if deltaUnchanged(ts, known, cur) {
 		s.convergedLocked(w.st.proxy, ts.typeURL, cur)
 		return
@@ -301,7 +282,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	b := ts.deltaBuilt
 	var changed []string
 	if b != nil && len(known) == b.n && sameMap(known, b.next) {
-		changed, fast = cur.changedSince(b.set)
+		changed, fast = cur.ChangedSince(b.set)
 	}
 	if fast {
 		// cur is the set the client's versions came from with a few
@@ -319,8 +300,8 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 				exact = false
 				continue
 			}
-			if r := cur.byName[n]; r != nil && known[n] != r.hash {
-				updates = append(updates, r.delta)
+			if r := cur.ByName[n]; r != nil && known[n] != r.Hash {
+				updates = append(updates, r.Delta)
 			}
 		}
 		if len(updates) == 0 {
@@ -337,12 +318,12 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 		// A first response carrying the whole set (wildcard, or naming
 		// every resource, as a gateway's EDS does): the set's own list,
 		// shared by every such response.
-		updates, covered = cur.allDeltas(), len(cur.items)
+		updates, covered = cur.AllDeltas(), len(cur.Items)
 	case w.sub.IsWildcard():
-		covered = len(cur.items)
-		for _, r := range cur.items {
-			if h, ok := known[r.name]; !ok || h != r.hash {
-				updates = append(updates, r.delta)
+		covered = len(cur.Items)
+		for _, r := range cur.Items {
+			if h, ok := known[r.Name]; !ok || h != r.Hash {
+				updates = append(updates, r.Delta)
 			}
 		}
 	default:
@@ -351,7 +332,7 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	var removed []string
 	if !fast {
 		for n := range known {
-			if cur.byName[n] == nil {
+			if cur.ByName[n] == nil {
 				removed = append(removed, n)
 			}
 		}
@@ -371,10 +352,10 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	var next map[string]string
 	shared := false
 	switch b := ts.deltaBuilt; {
-	case exact || (!fast && covered == len(cur.items)):
+	case exact || (!fast && covered == len(cur.Items)):
 		// Every resource of the set is covered and what the client holds
 		// beyond it is removed: it will hold the set, exactly.
-		next, shared = cur.versionMap(), true
+		next, shared = cur.VersionMap(), true
 	case b != nil && sameMap(known, b.next) && !b.shared:
 		next = known
 	default:
@@ -392,9 +373,9 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 	// The response carries the body's list of resources, which every
 	// stream sent the same resources shares: until it is acknowledged a
 	// response is kept, and 500 gateways' own lists of 5,000 were 40 MB.
-	body := cur.deltaBody(ts.typeURL, updates, removed, s.countEncoding)
-	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.version, TypeUrl: ts.typeURL,
-		Resources: body.deltas, RemovedResources: body.removed}
+	body := cur.DeltaBody(ts.typeURL, updates, removed, s.countEncoding)
+	resp := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: cur.Version, TypeUrl: ts.typeURL,
+		Resources: body.Deltas, RemovedResources: body.Removed}
 	ts.inflight = append(ts.inflight, &inflight{delta: resp, set: cur})
 	ts.deltaBuilt = &deltaBuilt{next: next, n: len(next), set: cur, shared: shared}
 	ts.watch = nil
@@ -411,20 +392,20 @@ func (s *DiscoveryServer) respondDeltaLocked(w *watch, v *view) {
 // and then only by deleting entries or, for a wildcard subscription,
 // marking one for resending (copying it first if shared); the length check
 // is a second guard.
-func deltaUnchanged(ts *typeStatus, known map[string]string, cur *typeSet) bool {
+func deltaUnchanged(ts *typeStatus, known map[string]string, cur *snapshot.TypeSet) bool {
 	b := ts.deltaBuilt
 	if b == nil || len(known) != b.n || !sameMap(known, b.next) {
 		return false
 	}
-	return cur == b.set || cur.version == b.set.version
+	return cur == b.set || cur.Version == b.set.Version
 }
 
 // convergedLocked notes that a proxy holds everything it asked for of a
 // type at cur's version although nothing was sent (a named subscription
 // whose resources did not change): the change pending for the convergence
 // metric will not be ACKed and is dropped.
-func (s *DiscoveryServer) convergedLocked(p *proxyState, typeURL string, cur *typeSet) {
-	if pc, ok := p.pending[typeURL]; ok && pc.version == cur.version {
+func (s *DiscoveryServer) convergedLocked(p *proxyState, typeURL string, cur *snapshot.TypeSet) {
+	if pc, ok := p.pending[typeURL]; ok && pc.version == cur.Version {
 		delete(p.pending, typeURL)
 	}
 }
@@ -451,26 +432,26 @@ func (s *DiscoveryServer) commitLocked(ts *typeStatus, match func(*inflight) boo
 // names. It walks the sorted set when the names cover much of it (sorting
 // a gateway's EDS names for every proxy was half of a push), else sorts
 // the names.
-func namedUpdates(cur *typeSet, subscribed map[string]struct{}, known map[string]string) (updates []*discovery.Resource, covered int) {
+func namedUpdates(cur *snapshot.TypeSet, subscribed map[string]struct{}, known map[string]string) (updates []*discovery.Resource, covered int) {
 	if len(known) == 0 {
 		// A first response: every subscribed resource that exists.
-		updates = make([]*discovery.Resource, 0, min(len(subscribed), len(cur.items)))
+		updates = make([]*discovery.Resource, 0, min(len(subscribed), len(cur.Items)))
 	}
-	add := func(r *res) {
+	add := func(r *snapshot.Resource) {
 		covered++
-		if h, ok := known[r.name]; !ok || h != r.hash {
-			updates = append(updates, r.delta)
+		if h, ok := known[r.Name]; !ok || h != r.Hash {
+			updates = append(updates, r.Delta)
 		}
 	}
-	if len(cur.items) <= 4*len(subscribed) {
-		for _, r := range cur.items {
-			if _, ok := subscribed[r.name]; ok {
+	if len(cur.Items) <= 4*len(subscribed) {
+		for _, r := range cur.Items {
+			if _, ok := subscribed[r.Name]; ok {
 				add(r)
 			}
 		}
 	} else {
 		for _, n := range slices.Sorted(maps.Keys(subscribed)) {
-			if r := cur.byName[n]; r != nil {
+			if r := cur.ByName[n]; r != nil {
 				add(r)
 			}
 		}
@@ -479,12 +460,12 @@ func namedUpdates(cur *typeSet, subscribed map[string]struct{}, known map[string
 }
 
 // coversAll reports whether names includes every resource of set.
-func coversAll(names map[string]struct{}, set *typeSet) bool {
-	if len(names) < len(set.items) {
+func coversAll(names map[string]struct{}, set *snapshot.TypeSet) bool {
+	if len(names) < len(set.Items) {
 		return false
 	}
-	for _, r := range set.items {
-		if _, ok := names[r.name]; !ok {
+	for _, r := range set.Items {
+		if _, ok := names[r.Name]; !ok {
 			return false
 		}
 	}

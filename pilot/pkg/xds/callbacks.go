@@ -16,6 +16,9 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/push"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 )
 
 // callbacks receives the stream loops' events for both SotW and delta
@@ -45,7 +48,7 @@ func (c callbacks) OnDeltaStreamClosed(id int64, _ *core.Node) {
 // OnStreamRequest identifies the proxy on a stream's first request, tracks
 // ACKs and NACKs, and hands the request to the cache. Returning an error
 // ends the stream with it.
-func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest, shape requestShape) error {
+func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest, shape limits.RequestShape) error {
 	if err := c.s.limitRequest(streamKey{id: id}, req.GetTypeUrl(), shape); err != nil {
 		return err
 	}
@@ -54,7 +57,7 @@ func (c callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest, sh
 
 // OnStreamDeltaRequest is OnStreamRequest for delta streams. Delta requests
 // carry no version; an ACK or NACK refers to the response by nonce.
-func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest, shape requestShape) error {
+func (c callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest, shape limits.RequestShape) error {
 	if err := c.s.limitRequest(streamKey{delta: true, id: id}, req.GetTypeUrl(), shape); err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func (s *DiscoveryServer) closeStream(key streamKey) {
 	}
 	delete(s.proxies, p.proxy.ID)
 	s.metrics.connected.Set(float64(len(s.proxies)))
-	s.infoPeer(st.peer, "proxy disconnected", "proxy", clip(p.proxy.ID), "connected", s.clock.Since(p.connectedAt))
+	s.limits.InfoPeer(st.peer, "proxy disconnected", "proxy", limits.Clip(p.proxy.ID), "connected", s.clock.Since(p.connectedAt))
 }
 
 func (s *DiscoveryServer) onRequest(key streamKey, node *core.Node, typeURL, nonce, version string, errDetail *status.Status) error {
@@ -125,18 +128,18 @@ func (s *DiscoveryServer) onRequest(key streamKey, node *core.Node, typeURL, non
 		s.mu.Unlock()
 		proxy, err := model.ParseProxy(node)
 		if err != nil {
-			s.warnPeer(st.peer, "ADS stream rejected: invalid node", "node", clip(node.GetId()), "err", clip(err.Error()))
-			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", clip(node.GetId()), clip(err.Error()))
+			s.limits.WarnPeer(st.peer, "ADS stream rejected: invalid node", "node", limits.Clip(node.GetId()), "err", limits.Clip(err.Error()))
+			return grpcstatus.Errorf(codes.InvalidArgument, "invalid node id %q: %v", limits.Clip(node.GetId()), limits.Clip(err.Error()))
 		}
 		if err := checkClaims(proxy, node, st.identity); err != nil {
 			s.authFailures.Record(st.peer, security.ReasonNamespaceMismatch, "node claims another namespace",
-				"node", clip(node.GetId()), "identity", st.identity.String(), "err", err)
+				"node", limits.Clip(node.GetId()), "identity", st.identity.String(), "err", err)
 			return err
 		}
 		proxy.Identity = st.identity
 		if err := s.connect(st, proxy); err != nil {
 			s.authFailures.Record(st.peer, security.ReasonIdentityConflict, "node id taken by another identity",
-				"node", clip(node.GetId()), "identity", st.identity.String())
+				"node", limits.Clip(node.GetId()), "identity", st.identity.String())
 			return err
 		}
 		s.mu.Lock()
@@ -147,7 +150,7 @@ func (s *DiscoveryServer) onRequest(key streamKey, node *core.Node, typeURL, non
 }
 
 func (s *DiscoveryServer) onResponse(key streamKey, typeURL, version, nonce string, size int, match func(*inflight) bool) {
-	t := metricType(typeURL)
+	t := snapshot.MetricType(typeURL)
 	s.metrics.pushes.WithLabelValues(t).Inc()
 	s.metrics.configSize.WithLabelValues(t).Observe(float64(size))
 	s.mu.Lock()
@@ -167,17 +170,17 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 	defer s.pushMu.Unlock()
 	// state is written only under pushMu, so it can be read here without mu.
 	ps := s.state
-	var g *group
+	var g *push.Group
 	newGroup := false
 	if ps != nil {
-		g, newGroup = s.groupFor(ps, proxy)
+		g, newGroup = s.tr.GroupFor(ps, ps, proxy)
 	}
 
 	s.mu.Lock()
 	p := s.proxies[proxy.ID]
 	if p != nil && p.proxy.Identity == nil && proxy.Identity != nil {
 		s.authFailures.Record(p.firstPeer(), security.ReasonIdentityConflict, "unauthenticated streams evicted: their node id was claimed by an authenticated stream",
-			"node", clip(proxy.ID), "identity", proxy.Identity.String())
+			"node", limits.Clip(proxy.ID), "identity", proxy.Identity.String())
 		s.evictLocked(p)
 		p = nil
 	}
@@ -186,19 +189,19 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 		// (or none) must not join, and be served, another's state.
 		s.mu.Unlock()
 		return grpcstatus.Errorf(codes.PermissionDenied, "node %q is connected as %s; this stream authenticated as %s",
-			clip(proxy.ID), p.proxy.Identity.String(), proxy.Identity.String())
+			limits.Clip(proxy.ID), p.proxy.Identity.String(), proxy.Identity.String())
 	}
 	if p == nil {
 		p = &proxyState{proxy: proxy, connectedAt: s.clock.Now(), streams: map[streamKey]*streamState{}, pending: map[string]pendingChange{}}
 		s.proxies[proxy.ID] = p
 		s.metrics.connected.Set(float64(len(s.proxies)))
-		s.infoPeer(st.peer, "proxy connected", "proxy", clip(proxy.ID), "namespace", clip(proxy.Namespace), "labels", clipAll(proxy.Labels),
-			"delta", st.key.delta, "proxyless", IsProxyless(proxy))
+		s.limits.InfoPeer(st.peer, "proxy connected", "proxy", limits.Clip(proxy.ID), "namespace", limits.Clip(proxy.Namespace), "labels", limits.ClipAll(proxy.Labels),
+			"delta", st.key.delta, "proxyless", push.IsProxyless(proxy))
 	}
 	p.streams[st.key] = st
 	st.proxy = p
 	if g != nil {
-		s.served.noteView(g.view)
+		s.served.noteView(g.View)
 	}
 	if g != nil && p.view == nil {
 		s.setViewLocked(p, g, s.clock.Now())
@@ -206,7 +209,7 @@ func (s *DiscoveryServer) connect(st *streamState, proxy *model.Proxy) error {
 	s.mu.Unlock()
 
 	if newGroup {
-		s.logNewErrors(ps)
+		s.tr.LogNewErrors(ps)
 	}
 	return nil
 }
@@ -263,7 +266,7 @@ func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, ve
 		// a slice) were 1.3% of the server's CPU under endpoint churn,
 		// with debug logging off.
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("ACK", "proxy", clip(p.proxy.ID), "type", clip(shortType(typeURL)), "version", clip(ts.ackedVersion))
+			s.log.Debug("ACK", "proxy", limits.Clip(p.proxy.ID), "type", limits.Clip(snapshot.ShortType(typeURL)), "version", limits.Clip(ts.ackedVersion))
 		}
 	}
 }
@@ -271,22 +274,22 @@ func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, ve
 // recordNackLocked logs and counts a rejection and keeps it for syncz.
 func (s *DiscoveryServer) recordNackLocked(st *streamState, ts *typeStatus, version, nonce, keeps string, detail *status.Status) {
 	// The message is the client's: kept for syncz up to a bound.
-	ts.lastNack = &nackRecord{version: clipTo(version, maxLoggedBytes), nonce: clip(nonce), message: clipTo(detail.GetMessage(), maxKeptNackBytes),
+	ts.lastNack = &nackRecord{version: limits.ClipTo(version, limits.MaxLoggedBytes), nonce: limits.Clip(nonce), message: limits.ClipTo(detail.GetMessage(), limits.MaxKeptNackBytes),
 		code: detail.GetCode(), at: s.clock.Now()}
-	s.metrics.rejects.WithLabelValues(metricType(ts.typeURL)).Inc()
+	s.metrics.rejects.WithLabelValues(snapshot.MetricType(ts.typeURL)).Inc()
 	p := st.proxy
 	if pc, ok := p.pending[ts.typeURL]; ok && pc.version == version {
 		delete(p.pending, ts.typeURL) // it will not converge on a version it rejected
 	}
 	v := version
 	if v == "" {
-		v = fmt.Sprintf("unknown (stale nonce %s)", clip(nonce))
+		v = fmt.Sprintf("unknown (stale nonce %s)", limits.Clip(nonce))
 	}
 	if st.key.delta {
 		keeps = ts.ackedVersion
 	}
-	s.warnPeer(st.peer, "proxy rejected config (NACK)", "proxy", clip(p.proxy.ID), "type", clip(shortType(ts.typeURL)), "version", clip(v),
-		"keeps", clip(keeps), "delta", st.key.delta, "error", clip(detail.GetMessage()))
+	s.limits.WarnPeer(st.peer, "proxy rejected config (NACK)", "proxy", limits.Clip(p.proxy.ID), "type", limits.Clip(snapshot.ShortType(ts.typeURL)), "version", limits.Clip(v),
+		"keeps", limits.Clip(keeps), "delta", st.key.delta, "error", limits.Clip(detail.GetMessage()))
 }
 
 // checkClaims refuses a proxy whose claimed namespace (node id and NAMESPACE
@@ -309,7 +312,7 @@ func checkClaims(proxy *model.Proxy, node *core.Node, id *model.Identity) error 
 	for _, c := range claims {
 		if c.ns != "" && c.ns != id.Namespace {
 			return grpcstatus.Errorf(codes.PermissionDenied, "node %q claims namespace %q (%s) but authenticated as %s, namespace %q",
-				clip(node.GetId()), clip(c.ns), c.where, id.String(), id.Namespace)
+				limits.Clip(node.GetId()), limits.Clip(c.ns), c.where, id.String(), id.Namespace)
 		}
 	}
 	return nil

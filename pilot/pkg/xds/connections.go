@@ -7,6 +7,10 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/push"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/subscription"
 )
 
 // proxyState is one connected proxy (node id) and its open streams. All
@@ -17,8 +21,8 @@ type proxyState struct {
 	streams     map[streamKey]*streamState
 	// group and view are what the last push (or the connect) gave the
 	// proxy; nil until the first push after sync.
-	group *group
-	view  *view
+	group *push.Group
+	view  *snapshot.View
 	// pending holds, per type URL, a change that was set but not yet
 	// ACKed, for the convergence metric.
 	pending map[string]pendingChange
@@ -53,8 +57,8 @@ type streamState struct {
 	proxy *proxyState
 	// types is the protocol state per type URL.
 	types map[string]*typeStatus
-	// limits is the stream's share of the server's Limits.
-	limits streamLimits
+	// limits is the stream's share of the server's limits.
+	limits limits.Stream
 }
 
 // typeStatus is one stream's state for one type: the open watch, what was
@@ -68,7 +72,7 @@ type typeStatus struct {
 	// are what the proxy holds, accepted or not: a change is pushed only
 	// when the view differs from them, so a NACKed response is not sent
 	// again.
-	sent      *typeSet
+	sent      *snapshot.TypeSet
 	sentNames map[string]struct{}
 	// sentList is the request's name list sentNames was built from: an
 	// ACK carries the same shared list (see wire/names.go), which says
@@ -103,7 +107,7 @@ type typeStatus struct {
 type deltaBuilt struct {
 	next map[string]string
 	n    int
-	set  *typeSet
+	set  *snapshot.TypeSet
 	// shared: next is a set's own version map, which the client's
 	// versions equal exactly those of set; never changed in place.
 	shared bool
@@ -113,7 +117,7 @@ type deltaBuilt struct {
 type inflight struct {
 	sotw  *discovery.DiscoveryResponse
 	delta *discovery.DeltaDiscoveryResponse
-	set   *typeSet
+	set   *snapshot.TypeSet
 	names map[string]struct{}
 	list  []string
 }
@@ -125,7 +129,7 @@ type watch struct {
 	ts       *typeStatus
 	sotwReq  *discovery.DiscoveryRequest
 	deltaReq *discovery.DeltaDiscoveryRequest
-	sub      *subscription
+	sub      *subscription.Subscription
 	sotwOut  *outbox[*sotwOut]
 	deltaOut *outbox[*deltaOut]
 }

@@ -5,17 +5,19 @@ import (
 	"testing"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 )
 
 // The default generator is the real translators; a proxy syncs with them
 // and every resource they produce passes validation and consistency.
 func TestDefaultGeneratorServesTheCoreTranslation(t *testing.T) {
 	store := newTestStore(base()...)
-	if _, ok := NewDiscoveryServer(Options{Store: store}).gen.(CoreGenerator); !ok {
-		t.Fatal("a nil Options.Generator does not select CoreGenerator")
+	if _, ok := NewDiscoveryServer(Options{Store: store}).tr.Generator().(core.DefaultGenerator); !ok {
+		t.Fatal("a nil Options.Generator does not select core.DefaultGenerator")
 	}
-	h := newHarness(t, store)
-	h.s.gen = CoreGenerator{}
+	h := newHarnessWith(t, store, func(o *Options) { o.Generator = core.DefaultGenerator{} })
 	h.syncAndWait()
 	a := h.connect(nodeID("a"), ingressLabels)
 	got := a.syncAll()
@@ -40,8 +42,7 @@ func TestDefaultGeneratorServesTheCoreTranslation(t *testing.T) {
 // The default generator serves proxyless gRPC clients grpcgen's resources,
 // each by the name the client asks for.
 func TestDefaultGeneratorServesProxylessClients(t *testing.T) {
-	h := newHarness(t, newTestStore(base()...))
-	h.s.gen = CoreGenerator{}
+	h := newHarnessWith(t, newTestStore(base()...), func(o *Options) { o.Generator = core.DefaultGenerator{} })
 	h.syncAndWait()
 	c := h.connectGRPC("app-1", true)
 	for _, step := range []struct{ typeURL, name string }{
@@ -50,7 +51,7 @@ func TestDefaultGeneratorServesProxylessClients(t *testing.T) {
 		c.subscribe(step.typeURL, step.name)
 		resp := c.next(step.typeURL)
 		if got := resourceNames(t, resp); !slices.Equal(got, []string{step.name}) {
-			t.Errorf("%s %s: got %v", shortType(step.typeURL), step.name, got)
+			t.Errorf("%s %s: got %v", snapshot.ShortType(step.typeURL), step.name, got)
 		}
 		c.ack(resp)
 	}

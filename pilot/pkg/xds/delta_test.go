@@ -15,6 +15,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/subscription"
 )
 
 // deltaClient is a minimal delta (incremental) ADS client: it keeps the
@@ -120,14 +123,14 @@ func (c *deltaClient) next(typeURL string) *discovery.DeltaDiscoveryResponse {
 	select {
 	case resp, ok := <-c.recv:
 		if !ok {
-			c.t.Fatalf("stream ended waiting for %s: %v", shortType(typeURL), <-c.err)
+			c.t.Fatalf("stream ended waiting for %s: %v", snapshot.ShortType(typeURL), <-c.err)
 		}
 		if resp.GetTypeUrl() != typeURL {
-			c.t.Fatalf("got %s %v removed %v, want %s", shortType(resp.GetTypeUrl()), deltaNames(resp), resp.GetRemovedResources(), shortType(typeURL))
+			c.t.Fatalf("got %s %v removed %v, want %s", snapshot.ShortType(resp.GetTypeUrl()), deltaNames(resp), resp.GetRemovedResources(), snapshot.ShortType(typeURL))
 		}
 		return resp
 	case <-time.After(wait):
-		c.t.Fatalf("no %s response", shortType(typeURL))
+		c.t.Fatalf("no %s response", snapshot.ShortType(typeURL))
 	}
 	return nil
 }
@@ -202,10 +205,10 @@ func TestDeltaSendsOnlyWhatChanged(t *testing.T) {
 	for typ, want := range map[string][]string{resource.ClusterType: {reviewsCDS}, resource.EndpointType: {reviewsCDS},
 		resource.ListenerType: {"0.0.0.0_80"}, resource.RouteType: {"http.80"}} {
 		if got := deltaNames(first[typ]); !slices.Equal(got, want) {
-			t.Errorf("initial %s = %v, want %v", shortType(typ), got, want)
+			t.Errorf("initial %s = %v, want %v", snapshot.ShortType(typ), got, want)
 		}
 		if r := first[typ].GetResources()[0]; r.GetVersion() == "" || r.GetResource().GetTypeUrl() != typ {
-			t.Errorf("initial %s resource has version %q, type %q", shortType(typ), r.GetVersion(), r.GetResource().GetTypeUrl())
+			t.Errorf("initial %s resource has version %q, type %q", snapshot.ShortType(typ), r.GetVersion(), r.GetResource().GetTypeUrl())
 		}
 	}
 
@@ -270,7 +273,7 @@ func TestDeltaReconnectSendsOnlyWhatDiffers(t *testing.T) {
 	}
 	for _, typ := range []string{resource.EndpointType, resource.ListenerType, resource.RouteType} {
 		if n, rm := len(got[typ].GetResources()), len(got[typ].GetRemovedResources()); n != 0 || rm != 0 {
-			t.Errorf("%s on reconnect sent %d resources, removed %d, want an empty answer", shortType(typ), n, rm)
+			t.Errorf("%s on reconnect sent %d resources, removed %d, want an empty answer", snapshot.ShortType(typ), n, rm)
 		}
 	}
 }
@@ -308,7 +311,7 @@ func TestDeltaNackKeepsLastGoodConfig(t *testing.T) {
 	if st := syncOf(t, h, nodeID("d"), "rds"); st.Status != "SYNCED" || st.AckedVersion != good.GetSystemVersionInfo() {
 		t.Errorf("syncz rds after the next change = %+v", st)
 	}
-	az := h.s.adsz(nil)
+	az := h.s.Adsz(nil)
 	if len(az.Proxies) != 1 || len(az.Proxies[0].Streams) != 1 || !az.Proxies[0].Streams[0].Delta {
 		t.Errorf("adsz does not show the delta stream: %+v", az)
 	}
@@ -389,31 +392,31 @@ func TestDeltaFirstResponsesShareOneResourceList(t *testing.T) {
 	first := func(key streamKey, typeURL string, names []string) *discovery.DeltaDiscoveryResponse {
 		out := newOutbox[*deltaOut]()
 		req := &discovery.DeltaDiscoveryRequest{TypeUrl: typeURL, ResourceNamesSubscribe: names}
-		cancel, err := h.s.openWatch(key, &watch{deltaReq: req, sub: newDeltaSubscription(names, nil, nil, h.s.legacyWildcard(typeURL)), deltaOut: out})
+		cancel, err := h.s.openWatch(key, &watch{deltaReq: req, sub: subscription.NewDelta(names, nil, nil, h.s.legacyWildcard(typeURL)), deltaOut: out})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cancel()
 		got := out.take()
 		if len(got) != 1 {
-			t.Fatalf("%s: %d responses, want 1", shortType(typeURL), len(got))
+			t.Fatalf("%s: %d responses, want 1", snapshot.ShortType(typeURL), len(got))
 		}
 		return got[0].resp
 	}
 	for typeURL, names := range map[string][]string{resource.ClusterType: nil, resource.EndpointType: {ratingsCDS, reviewsCDS}} {
 		a, b := first(keys[0], typeURL, names), first(keys[1], typeURL, names)
 		if got := deltaNames(a); !slices.Equal(got, []string{ratingsCDS, reviewsCDS}) || !slices.Equal(deltaNames(b), got) {
-			t.Fatalf("%s: first responses carry %v and %v", shortType(typeURL), got, deltaNames(b))
+			t.Fatalf("%s: first responses carry %v and %v", snapshot.ShortType(typeURL), got, deltaNames(b))
 		}
 		if &a.Resources[0] != &b.Resources[0] {
-			t.Errorf("%s: the two streams' first responses have lists of their own", shortType(typeURL))
+			t.Errorf("%s: the two streams' first responses have lists of their own", snapshot.ShortType(typeURL))
 		}
 		// Naming every resource (EDS here), as wildcard: the set's own list.
 		h.s.mu.Lock()
-		set := h.s.streams[keys[0]].proxy.view.set(typeURL)
+		set := h.s.streams[keys[0]].proxy.view.Set(typeURL)
 		h.s.mu.Unlock()
-		if &a.Resources[0] != &set.allDeltas()[0] {
-			t.Errorf("%s: the first response does not carry the set's own list", shortType(typeURL))
+		if &a.Resources[0] != &set.AllDeltas()[0] {
+			t.Errorf("%s: the first response does not carry the set's own list", snapshot.ShortType(typeURL))
 		}
 	}
 }

@@ -6,67 +6,15 @@
 //
 // # Push
 //
-// Config handlers call ConfigUpdate; requests are merged by a debouncer and
-// each merged request runs one push. Endpoint-only requests (not Full) have
-// a debouncer of their own with a short maximum (eds_debounce.go), so that
-// steady endpoint churn is pushed every 50 ms instead of waiting for a
-// quiet period that never comes. A full push builds the push context
-// once, translates the services (clusters and endpoints) once, and
-// translates the gateway side (listeners, routes, SDS secrets) once per
-// distinct gateway configuration among the connected proxies
-// (model.GatewayGroupKey). Proxyless gRPC clients (node type "proxyless"
-// or GENERATOR=grpc metadata) form one more group whose resources come
-// from Generator.BuildProxyless, built once per push for all of them. Every
-// proxy of a group shares one immutable view (one typeSet per type). A
-// proxy that connects between pushes gets its group's view from the
-// current push, built on demand if no connected proxy had that group yet.
-// Nothing is pushed before Synced.
-//
-// A request that is not Full (only endpoints changed) rebuilds endpoints
-// alone (Generator.BuildEndpoints): clusters and every group's listeners,
-// routes and secrets are the last full push's, so only EDS is sent. It
-// falls back to a full push when a cluster would lose its assignment. A
-// full request whose changed objects are all Gateways and VirtualServices
-// (routingOnly) keeps the last push's clusters and endpoints, which do not
-// depend on them, and translates the gateway side (and proxyless clients)
-// again.
-//
-// # Marshal once
-//
-// Every generated resource is validated (ValidateAll) and marshaled
-// (deterministically) into an *anypb.Any once per content: the interner
-// keys resources by scope, name and content hash and hands out the same
-// immutable *res, whose Any is referenced by every view containing it and
-// every response carrying it (SotW responses share a wildcard type's Any
-// slice; delta responses share a prebuilt discovery.Resource). Each send
-// gets only a fresh response envelope, and is not marshaled either: see
-// Serialize once. A resource unchanged since the last push is encoded
-// into a scratch buffer to find its hash (a route configuration is hashed
-// from its virtual hosts' kept encodings, see routeenc.go) and then
-// reuses its earlier *res: no validation, no new Any
-// (wayfinder_xds_marshal_total counts new Anys). Comparing with
-// proto.Equal instead was measured at 2.7 times the cost of that
-// encoding. A type's version hashes its (name,
-// content hash) pairs; a resource's version (delta) is its content hash.
-//
-// # Serialize once
-//
-// Marshaling each response per stream cost a copy of the whole config per
-// gateway (gRPC's buffer, megabytes, until the peer read it) and most of
-// the server's CPU. Instead, a response the cache builds goes to the
-// stream's outbox with a body: the response's bytes
-// without its nonce, kept by the typeSet it was cut from and shared by
-// every response of that typeSet with the same resources (and, for delta,
-// the same removals). All wildcard SotW responses of a view share one
-// body; named and delta responses share one when their selections are
-// equal, as they are for every gateway of a group. The first stream to
-// send a body serializes it (wayfinder_xds_response_encodings_total);
-// every stream then writes it as a wire.Frame: the body's bytes, without
-// copying, and the nonce field (5 in both messages), which package wire's
-// "proto" codec (it replaces gRPC's, in every server of the process)
-// emits between the fields before and after it, so the bytes are exactly
-// those of a marshaled response. A response changed after the cache built
-// it, or not built by it, is marshaled as before.
+// Config handlers call ConfigUpdate; a push.Queue merges the requests and
+// each merged request runs one push, nothing before Synced. Package push
+// translates it (push context, one translation per distinct gateway
+// configuration, snapshot views); the server lists the connected proxies,
+// gives each its group's view under mu and answers the watches that
+// concern. A proxy that connects between pushes gets its group's view
+// from the current push (push.Translator.GroupFor). A response the cache
+// builds carries a snapshot.Body, which every stream sent the same
+// response writes as a wire.Frame without marshaling it again.
 //
 // # Answering requests
 //
@@ -74,12 +22,12 @@
 // and sends responses in the order they were produced. A request of a type
 // cancels that type's open watch, updates the stream's subscription and
 // opens a new watch; a SotW request whose response_nonce is stale is
-// ignored. The cache keeps per stream and type what was sent (the typeSet
+// ignored. The cache keeps per stream and type what was sent (the TypeSet
 // it was cut from and, for a named request, the names answered) and
 // answers a watch only when the proxy's view differs from that, by
 // putting a response in the stream's outbox.
 //
-// Subscriptions (subscription.go) share their maps: the name set of a
+// Subscriptions (package subscription) share their maps: the name set of a
 // request list the codec shares is built once for every stream naming
 // that list, and a delta client holding exactly a view's set holds that
 // set's own version map. A stream copies a shared map before changing it.
@@ -128,42 +76,33 @@
 //
 // # Where memory goes
 //
-//   - One *res per distinct resource content: its encoding (the Any), a
-//     delta wrapper pointing at it, and the names it refers to. The
-//     interner holds the current and the previous generation per type, so
-//     a resource replaced by a push is freed one push later.
-//   - One typeSet per type and group (sorted pointers, a name index, the
-//     shared Any slice), shared by all proxies of the group.
-//   - Per stream and type: pointers to the typeSet last sent and the name
+//   - The snapshots (package snapshot): one resource per distinct
+//     content, one set per type and group, and per set the serialized
+//     bodies of responses cut from it.
+//   - Per stream and type: pointers to the TypeSet last sent and the name
 //     set answered (shared between streams naming the same list); a delta
 //     stream also holds the versions the client has: the shared version
 //     map of the set it holds exactly, else a map of its own.
-//   - Per typeSet: the serialized bodies of responses cut from it (at most
-//     eight per protocol), shared by every stream sent them.
 //   - Per send: a response envelope referencing shared Anys and a body,
 //     and the few bytes of the nonce field, queued in gRPC until the
 //     client reads it (one at a time per stream: see Hostile clients).
 //   - Request name lists shared between streams (package wire): bounded in
-//     bytes (Limits.SharedNamesBytes).
+//     bytes (limits.Options.SharedNamesBytes).
 //
 // # Hostile clients
 //
-// Limits (limits.go) bound what a client can cost. gRPC-Go's SendMsg
-// queues a message while the stream has write quota and blocks once the
-// client stops taking bytes (flow control): each write runs on its own
-// goroutine and waits at most Limits.SendTimeout, after which the stream
-// is closed (pilot_xds_write_timeout); returning from the handler makes
-// gRPC cancel the stream, which ends the blocked write. No lock or shared
-// slot is held while a write waits, so a stream that does not read never
-// delays another. Each request is checked against the stream's token
-// bucket, the names it carries (how many, how long, how many bytes) and
-// the types the stream asks for before anything else sees it, and a
-// subscription's size once the request changed it; the limits on names
-// grow with what the server serves (limits_served.go). New streams count
-// against their ServiceAccount and address (limits_streams.go) and wait
-// for a server-wide token, refused once too many are waiting.
-// Client-supplied strings are clipped in logs, and lines about a client
-// are rate-limited per client host (logsafe.go).
+// Package limits bounds what a client can cost; the server holds a
+// limits.Limiter and asks it at each step of a stream (limits.go): at
+// admission (streams per ServiceAccount and address, and a server-wide
+// rate with a bounded queue), for every request (its rate, type URL and
+// names, before anything else sees it), for a subscription once a
+// request changed it, and for every write, which waits at most
+// Options.Limits.SendTimeout on a goroutine of its own, so a stream that
+// does not read never delays another. The limits on names grow with what the
+// server serves: each push notes the sizes of the sets it publishes
+// (servedStats). Client-supplied strings are clipped in logs, and lines
+// about a client are rate-limited per client host (limits.Clip,
+// Limiter.WarnPeer).
 //
 // # Metrics
 //
@@ -195,10 +134,23 @@
 //	                                    "source" (files, validation) or "translation"; kind is the
 //	                                    Istio kind at fault or "none"; severity "error" or "warning"
 //
+// The metrics are registered on Options.Registry, which the assembly owns
+// and serves at /metrics.
+//
+// # Debug
+//
+// The debug endpoints (package debug) show the server's state through
+// debug.State, which the server implements in debugstate*.go: each method
+// copies what it shows under mu, briefly, so a handler never holds the
+// server's locks while it renders. The assembly mounts them, with /metrics
+// and pprof.
+//
 // # Locking
 //
 // Two mutexes, always taken in this order: pushMu, then mu (the interner's
-// own lock is taken last and calls nothing).
+// own lock is taken last and calls nothing). The translator (package push)
+// is called under pushMu only and takes mu itself for its writes to what
+// readers see; its package comment states the contract.
 //
 //   - pushMu serialises pushes with proxy connects. A connect needs the
 //     current push to pick its group's view and may translate a new group;

@@ -11,24 +11,26 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
 // countingEndpoints is the real generator counting endpoint builds.
 type countingEndpoints struct {
-	CoreGenerator
+	core.DefaultGenerator
 	full, partial, partialAssignments atomic.Int32
 }
 
-func (g *countingEndpoints) BuildEndpoints(push *model.PushContext) EndpointResources {
+func (g *countingEndpoints) BuildEndpoints(push *model.PushContext) core.EndpointResources {
 	g.full.Add(1)
-	return g.CoreGenerator.BuildEndpoints(push)
+	return g.DefaultGenerator.BuildEndpoints(push)
 }
 
-func (g *countingEndpoints) BuildEndpointsFor(push *model.PushContext, sources map[config.Key]struct{}) EndpointResources {
+func (g *countingEndpoints) BuildEndpointsFor(push *model.PushContext, sources map[config.Key]struct{}) core.EndpointResources {
 	g.partial.Add(1)
-	r := g.CoreGenerator.BuildEndpointsFor(push, sources)
+	r := g.DefaultGenerator.BuildEndpointsFor(push, sources)
 	g.partialAssignments.Add(int32(len(r.Endpoints)))
 	return r
 }
@@ -68,6 +70,7 @@ func TestEndpointChangeTouchesOnlyItsSubscribers(t *testing.T) {
 	d := h.connectDelta(nodeID("delta"), ingressLabels, nil)
 	d.syncEnvoy(edsNames, []string{"http.80"})
 
+	before := h.snapshot(nodeID("all")).Set(resource.EndpointType)
 	h.store.set(partialWorkload("10.2.0.99")...)
 	h.s.ConfigUpdate(&model.PushRequest{Reasons: map[string]int{"endpoint": 1}, Start: h.clock.Now(),
 		ConfigsUpdated: map[config.Key]struct{}{{Kind: schema.ServiceEntry, Namespace: "default", Name: "svc-a"}: {}}})
@@ -98,11 +101,12 @@ func TestEndpointChangeTouchesOnlyItsSubscribers(t *testing.T) {
 		t.Errorf("partial builds %d with %d assignments, want 1 with 1", n, a)
 	}
 	v := h.snapshot(nodeID("all"))
-	if v.sets[edsIdx].changed == nil {
+	got, ok := v.Sets[snapshot.EDS].ChangedSince(before)
+	if !ok {
 		t.Error("the endpoint set does not record what changed")
 	}
-	if !slices.Equal(v.sets[edsIdx].changed, []string{changed}) {
-		t.Errorf("changed = %v, want only %s", v.sets[edsIdx].changed, changed)
+	if !slices.Equal(got, []string{changed}) {
+		t.Errorf("changed = %v, want only %s", got, changed)
 	}
 
 	// A second change of the same service takes the same path, from the
@@ -201,14 +205,14 @@ func endpointAddresses(t *testing.T, resp *discovery.DiscoveryResponse) []string
 // A partial endpoint set remembers the few sets before it, with the names
 // changed since each, so a stream that missed pushes (its ACK was on the
 // way) is answered from those names alone; only the newest set holds
-// them, and at most maxAncestors.
+// them, and at most snapshot.MaxAncestors.
 func TestPartialEndpointSetsRememberEarlierSets(t *testing.T) {
 	h := newHarnessWith(t, newTestStore(partialWorkload("10.2.0.1")...), func(o *Options) { o.Generator = &countingEndpoints{} })
 	h.syncAndWait()
 	c := h.connect(nodeID("n"), ingressLabels)
 	c.syncAll()
-	eds := func() *typeSet { return h.snapshot(nodeID("n")).set(resource.EndpointType) }
-	sets := []*typeSet{eds()}
+	eds := func() *snapshot.TypeSet { return h.snapshot(nodeID("n")).Set(resource.EndpointType) }
+	sets := []*snapshot.TypeSet{eds()}
 	svcs := []string{"svc-a", "svc-b", "svc-c", "svc-d"}
 	for i := range 12 {
 		cs := partialWorkload("10.2.0.1")
@@ -226,8 +230,8 @@ func TestPartialEndpointSetsRememberEarlierSets(t *testing.T) {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
 	last := sets[len(sets)-1]
-	for back := 1; back <= maxAncestors; back++ {
-		changed, ok := last.changedSince(sets[len(sets)-1-back])
+	for back := 1; back <= snapshot.MaxAncestors; back++ {
+		changed, ok := last.ChangedSince(sets[len(sets)-1-back])
 		if !ok {
 			t.Fatalf("the newest set does not know the set %d pushes back", back)
 		}
@@ -237,12 +241,14 @@ func TestPartialEndpointSetsRememberEarlierSets(t *testing.T) {
 			t.Errorf("%d pushes back: %d names changed, want %d", back, len(changed), want)
 		}
 	}
-	if _, ok := last.changedSince(sets[len(sets)-2-maxAncestors]); ok {
-		t.Errorf("the newest set remembers more than %d sets", maxAncestors)
+	if _, ok := last.ChangedSince(sets[len(sets)-2-snapshot.MaxAncestors]); ok {
+		t.Errorf("the newest set remembers more than %d sets", snapshot.MaxAncestors)
 	}
 	for i, s := range sets[:len(sets)-1] {
-		if s.base != nil || s.older != nil {
-			t.Errorf("set %d still holds earlier sets", i)
+		for _, earlier := range sets[:i] {
+			if _, ok := s.ChangedSince(earlier); ok {
+				t.Errorf("set %d still holds earlier sets", i)
+			}
 		}
 	}
 }
@@ -259,9 +265,8 @@ func TestPartialEndpointPushesKeepTheInternerBounded(t *testing.T) {
 	c := h.connect(nodeID("n"), ingressLabels)
 	c.syncAll()
 	indexed := func() int {
-		h.s.intern.mu.Lock()
-		defer h.s.intern.mu.Unlock()
-		return len(h.s.intern.byHash[edsIdx])
+		_, n := h.s.tr.Interner().Sizes(snapshot.EDS)
+		return n
 	}
 	const pushes = 300
 	most := 0
@@ -273,9 +278,7 @@ func TestPartialEndpointPushesKeepTheInternerBounded(t *testing.T) {
 		c.ack(c.next(resource.EndpointType))
 		most = max(most, indexed())
 	}
-	h.s.intern.mu.Lock()
-	current := len(h.s.intern.cur[edsIdx])
-	h.s.intern.mu.Unlock()
+	current, _ := h.s.tr.Interner().Sizes(snapshot.EDS)
 	if bound := 2*current + 64 + 1; most > bound {
 		t.Fatalf("the assignment index reached %d entries over %d pushes of %d assignments (bound %d)", most, pushes, current, bound)
 	}

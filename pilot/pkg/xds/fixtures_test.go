@@ -21,6 +21,8 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	netcore "github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/grpcgen"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -119,12 +121,12 @@ type fakeGenerator struct {
 var adsSource = &core.ConfigSource{ResourceApiVersion: core.ApiVersion_V3,
 	ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}}}
 
-func (g *fakeGenerator) BuildServices(push *model.PushContext) ServiceResources {
+func (g *fakeGenerator) BuildServices(push *model.PushContext) netcore.ServiceResources {
 	g.services.Add(1)
 	if g.panicServices.Load() {
 		panic("services: test panic")
 	}
-	var out ServiceResources
+	var out netcore.ServiceResources
 	for _, svc := range push.Services() {
 		for _, p := range svc.Ports {
 			out.Clusters = append(out.Clusters, fakeCluster(model.ClusterName(p.Number, "", svc.Hostname)))
@@ -137,16 +139,16 @@ func (g *fakeGenerator) BuildServices(push *model.PushContext) ServiceResources 
 	return out
 }
 
-func (g *fakeGenerator) BuildEndpoints(push *model.PushContext) EndpointResources {
+func (g *fakeGenerator) BuildEndpoints(push *model.PushContext) netcore.EndpointResources {
 	g.endpoints.Add(1)
-	return EndpointResources{Endpoints: fakeEndpoints(push)}
+	return netcore.EndpointResources{Endpoints: fakeEndpoints(push)}
 }
 
 // BuildProxyless serves, per service port, an API listener and route
 // configuration named "HOST:PORT" routing to the port's cluster.
-func (g *fakeGenerator) BuildProxyless(push *model.PushContext) ProxylessResources {
+func (g *fakeGenerator) BuildProxyless(push *model.PushContext) grpcgen.Resources {
 	g.proxyless.Add(1)
-	var out ProxylessResources
+	var out grpcgen.Resources
 	for _, svc := range push.Services() {
 		for _, p := range svc.Ports {
 			name := svc.Hostname + ":" + strconv.Itoa(int(p.Number))
@@ -208,7 +210,7 @@ func apiListener(name string) *listener.Listener {
 	return &listener.Listener{Name: name, ApiListener: &listener.ApiListener{ApiListener: a}}
 }
 
-func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.Config, _ model.SecretScope) GatewayResources {
+func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.Config, _ model.SecretScope) netcore.GatewayResources {
 	g.gateways.Add(1)
 	if g.panicGateway.Load() {
 		panic("gateway: test panic")
@@ -216,7 +218,7 @@ func (g *fakeGenerator) BuildGateway(push *model.PushContext, gateways []config.
 	g.mu.Lock()
 	g.translated = append(g.translated, model.GatewayGroupKey(gateways))
 	g.mu.Unlock()
-	var out GatewayResources
+	var out netcore.GatewayResources
 	vhosts := map[uint32][]*route.VirtualHost{}
 	for _, gw := range gateways {
 		for _, srv := range gw.Spec.(*networking.Gateway).GetServers() {

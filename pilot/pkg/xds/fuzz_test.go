@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -44,7 +45,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		Clock:    clocktesting.NewFakeClock(t0),
 		// The clock stands still: admission would run out of tokens after
 		// the burst (it has its own test). Every other limit applies.
-		Limits: Limits{StreamsPerSecond: -1},
+		Limits: limits.Options{StreamsPerSecond: -1},
 	})
 	lis := bufconn.Listen(1 << 20)
 	g := grpc.NewServer(grpc.WaitForHandlers(true))
@@ -246,12 +247,12 @@ func (fs *fuzzServer) run(t *testing.T, node *core.Node, delta bool, raw [][]byt
 		fs.s.mu.Lock()
 		streams, proxies := len(fs.s.streams), len(fs.s.proxies)
 		fs.s.mu.Unlock()
-		if streams == 0 && proxies == 0 && fs.s.sending.Load() == 0 {
+		if streams == 0 && proxies == 0 && fs.s.limits.Sending() == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after the stream ended the server still holds %d streams, %d proxies, %d sends",
-				streams, proxies, fs.s.sending.Load())
+				streams, proxies, fs.s.limits.Sending())
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -31,6 +31,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/debug"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
@@ -95,7 +97,7 @@ func newHarnessWith(t *testing.T, store *testStore, edit func(*Options)) *harnes
 	h.cancel = cancel
 	h.done.Go(func() { _ = h.grpc.Serve(lis) })
 	h.done.Go(func() { h.s.Run(ctx) })
-	h.http = httptest.NewServer(h.s.DebugMux())
+	h.http = httptest.NewServer(debug.NewMux(debug.Options{State: h.s}))
 	t.Cleanup(h.stop)
 	return h
 }
@@ -128,7 +130,7 @@ func (h *harness) update(reason string, cs ...config.Config) {
 
 // snapshot returns the view a connected proxy is served (shared by every
 // proxy of its group).
-func (h *harness) snapshot(id string) *view {
+func (h *harness) snapshot(id string) *snapshot.View {
 	h.t.Helper()
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
@@ -328,14 +330,14 @@ func (c *adsClient) next(typeURL string) *discovery.DiscoveryResponse {
 	select {
 	case resp, ok := <-c.recv:
 		if !ok {
-			c.t.Fatalf("stream ended waiting for %s: %v", shortType(typeURL), <-c.err)
+			c.t.Fatalf("stream ended waiting for %s: %v", snapshot.ShortType(typeURL), <-c.err)
 		}
 		if resp.GetTypeUrl() != typeURL {
-			c.t.Fatalf("got %s version %s, want %s", shortType(resp.GetTypeUrl()), resp.GetVersionInfo(), shortType(typeURL))
+			c.t.Fatalf("got %s version %s, want %s", snapshot.ShortType(resp.GetTypeUrl()), resp.GetVersionInfo(), snapshot.ShortType(typeURL))
 		}
 		return resp
 	case <-time.After(wait):
-		c.t.Fatalf("no %s response", shortType(typeURL))
+		c.t.Fatalf("no %s response", snapshot.ShortType(typeURL))
 	}
 	return nil
 }

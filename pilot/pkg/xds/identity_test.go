@@ -116,15 +116,15 @@ func TestClaimsMustMatchTheVerifiedIdentity(t *testing.T) {
 	again := dial(t, addr, node(id, "tenant"), asIdentity("tenant/gw"))
 	again.syncAll()
 
-	az := h.s.adsz(nil)
+	az := h.s.Adsz(nil)
 	if az.TotalProxies != 1 || az.Proxies[0].Identity != "ns/tenant/sa/gw (token)" || len(az.Proxies[0].Streams) != 2 {
 		t.Errorf("adsz = %+v, want the one proxy as ns/tenant/sa/gw with its two streams", az)
 	}
 	// Debug views are per viewer namespace.
-	if got := h.s.adsz(&security.Viewer{Identity: &model.Identity{Namespace: "other"}}).TotalProxies; got != 0 {
+	if got := h.s.Adsz(&security.Viewer{Identity: &model.Identity{Namespace: "other"}}).TotalProxies; got != 0 {
 		t.Errorf("a viewer of namespace other sees %d proxies", got)
 	}
-	if got := len(h.s.syncz(&security.Viewer{Identity: &model.Identity{Namespace: "tenant"}}).Proxies); got != 1 {
+	if got := len(h.s.Syncz(&security.Viewer{Identity: &model.Identity{Namespace: "tenant"}}).Proxies); got != 1 {
 		t.Errorf("a viewer of namespace tenant sees %d proxies in syncz, want 1", got)
 	}
 }
@@ -147,7 +147,7 @@ func TestAuthenticatedStreamEvictsUnauthenticatedSquatter(t *testing.T) {
 	if err := squatter.streamError(); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "claimed by an authenticated stream") {
 		t.Errorf("the unauthenticated stream after an authenticated one claimed its node id: %v, want it closed with PermissionDenied", err)
 	}
-	az := h.s.adsz(nil)
+	az := h.s.Adsz(nil)
 	if az.TotalProxies != 1 || az.Proxies[0].Identity != "ns/tenant/sa/gw (token)" || len(az.Proxies[0].Streams) != 1 {
 		t.Errorf("adsz = %+v, want the node held by ns/tenant/sa/gw with its one stream", az)
 	}

@@ -13,6 +13,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -92,7 +93,7 @@ func BenchmarkOneVirtualServiceChange(b *testing.B) {
 			runtime.ReadMemStats(&mem)
 			b.ReportMetric(float64(mem.HeapAlloc)/(1<<20), "live-MB")
 			runtime.KeepAlive(s)
-			b.Logf("%s CPU: %.1f ms per push; route cache %+v", mode, ms, s.gen.(CoreGenerator).Caches.Routes.Stats())
+			b.Logf("%s CPU: %.1f ms per push; route cache %+v", mode, ms, s.tr.Generator().(core.DefaultGenerator).Caches.Routes.Stats())
 		})
 	}
 }
@@ -100,8 +101,8 @@ func BenchmarkOneVirtualServiceChange(b *testing.B) {
 // resetCaches forgets everything kept across pushes, so the next push
 // translates and marshals everything, like the first.
 func (s *DiscoveryServer) resetCaches() {
-	s.intern = newInterner(s.intern.marshaled)
-	if g, ok := s.gen.(CoreGenerator); ok && g.Caches.Routes != nil {
+	s.tr.ResetInterner()
+	if g, ok := s.tr.Generator().(core.DefaultGenerator); ok && g.Caches.Routes != nil {
 		g.Caches.Routes.Reset()
 	}
 }

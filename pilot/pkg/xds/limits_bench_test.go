@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -39,7 +40,7 @@ func benchPushWithStuck(b *testing.B, stuck int) {
 		Debounce: debounce.Options{QuietPeriod: time.Millisecond, MaxDelay: 10 * time.Millisecond},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Registry: prometheus.NewRegistry(),
-		Limits:   Limits{SendTimeout: time.Hour},
+		Limits:   limits.Options{SendTimeout: time.Hour},
 	})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,9 +90,9 @@ func benchPushWithStuck(b *testing.B, stuck int) {
 		openStuck(b, lis.Addr().String(), nodeID(fmt.Sprintf("stuck-%d", i)), resource.ClusterType, resource.ListenerType)
 	}
 	deadline := time.Now().Add(wait)
-	for s.sending.Load() < int64(stuck) {
+	for s.limits.Sending() < int64(stuck) {
 		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d stuck streams blocked", s.sending.Load(), stuck)
+			b.Fatalf("only %d of %d stuck streams blocked", s.limits.Sending(), stuck)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -110,5 +111,5 @@ func benchPushWithStuck(b *testing.B, stuck int) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(s.sending.Load()), "blocked-streams")
+	b.ReportMetric(float64(s.limits.Sending()), "blocked-streams")
 }

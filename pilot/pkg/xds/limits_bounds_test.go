@@ -9,16 +9,20 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/heap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // served returns the server's served figure of a type.
-func (h *harness) served(typeURL string) nameStat {
+func (h *harness) served(typeURL string) limits.NameStat {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
-	return h.s.served.of(typeURL)
+	return h.s.served.Of(typeURL)
 }
 
 // madeUpNames returns n endpoint names the server does not serve.
@@ -34,7 +38,7 @@ func madeUpNames(n int) []string {
 func limitHits(t *testing.T, h *harness) float64 {
 	t.Helper()
 	sum := 0.0
-	for _, l := range limitLabels {
+	for _, l := range limits.Labels {
 		sum += h.metric("wayfinder_xds_limit_exceeded_total", "limit", l)
 	}
 	return sum
@@ -60,16 +64,16 @@ func TestDeltaNamesAreBoundedInLengthAndBytes(t *testing.T) {
 	h.syncAndWait()
 	good := h.connectDelta(nodeID("good"), ingressLabels, nil)
 	good.syncEnvoy([]string{"outbound|9080||reviews.default.svc.cluster.local"}, []string{"http.80"})
-	before := heapAfterGC()
+	before := heap.AfterGC()
 
 	long := h.connectDelta(nodeID("long"), ingressLabels, nil)
 	long.subscribe(resource.EndpointType, strings.Repeat("n", 1<<20), strings.Repeat("m", 1<<20))
-	wantExhausted(t, h, "a delta stream naming 1 MiB names", long.streamError(), limitNameLength, 1)
+	wantExhausted(t, h, "a delta stream naming 1 MiB names", long.streamError(), limits.LimitNameLength, 1)
 
 	// Names of 1,000 bytes, 100 a request: the subscription reaches the
 	// byte bound within a few requests, long before the count bound.
 	many := h.connectDelta(nodeID("many"), ingressLabels, nil)
-	bound := DefaultLimits.MaxSubscribedBytes + servedFactor*int(h.served(resource.EndpointType).bytes)
+	bound := limits.Defaults.MaxSubscribedBytes + limits.ServedFactor*int(h.served(resource.EndpointType).Bytes)
 	requests := 0
 	for i := 0; ; i++ {
 		names := make([]string, 100)
@@ -78,19 +82,19 @@ func TestDeltaNamesAreBoundedInLengthAndBytes(t *testing.T) {
 		}
 		many.subscribe(resource.EndpointType, names...)
 		requests++
-		if requests*100*(1000+nameOverheadBytes) > bound {
+		if requests*100*(1000+limits.NameOverheadBytes) > bound {
 			break
 		}
 	}
-	wantExhausted(t, h, "a delta subscription past its byte bound", many.streamError(), limitSubscribedSize, 1)
+	wantExhausted(t, h, "a delta subscription past its byte bound", many.streamError(), limits.LimitSubscribedSize, 1)
 
 	// A long initial resource version is refused too.
 	versions := h.connectDelta(nodeID("versions"), ingressLabels, map[string]map[string]string{
 		resource.EndpointType: {"outbound|9080||reviews.default.svc.cluster.local": strings.Repeat("v", 2<<10)}})
 	versions.subscribe(resource.EndpointType, "outbound|9080||reviews.default.svc.cluster.local")
-	wantExhausted(t, h, "a long initial version", versions.streamError(), limitNameLength, 2)
+	wantExhausted(t, h, "a long initial version", versions.streamError(), limits.LimitNameLength, 2)
 
-	after := heapAfterGC()
+	after := heap.AfterGC()
 	t.Logf("heap %d KiB before, %d KiB after the long-name streams closed", before>>10, after>>10)
 	if after > before+8<<20 {
 		t.Errorf("heap grew from %d to %d KiB", before>>10, after>>10)
@@ -109,15 +113,15 @@ func TestSotwRequestsAreBoundedInBytes(t *testing.T) {
 		names[i] = fmt.Sprintf("%06d-%s", i, strings.Repeat("x", 993))
 	}
 	big.subscribe(resource.EndpointType, names...)
-	wantExhausted(t, h, "a SotW request of 400 KiB of names", big.streamError(), limitRequestBytes, 1)
+	wantExhausted(t, h, "a SotW request of 400 KiB of names", big.streamError(), limits.LimitRequestBytes, 1)
 
 	v := h.connect(nodeID("version"), ingressLabels)
 	v.send(&discovery.DiscoveryRequest{TypeUrl: resource.ClusterType, VersionInfo: strings.Repeat("v", 4<<10)})
-	wantExhausted(t, h, "a 4 KiB version", v.streamError(), limitNameLength, 1)
+	wantExhausted(t, h, "a 4 KiB version", v.streamError(), limits.LimitNameLength, 1)
 
-	n := dial(t, h.addr, &core.Node{Id: nodeID("node"), Cluster: strings.Repeat("c", maxNodeBytes)})
+	n := dial(t, h.addr, &core.Node{Id: nodeID("node"), Cluster: strings.Repeat("c", limits.MaxNodeBytes)})
 	n.subscribe(resource.ClusterType)
-	wantExhausted(t, h, "a node over the bound", n.streamError(), limitNodeSize, 1)
+	wantExhausted(t, h, "a node over the bound", n.streamError(), limits.LimitNodeSize, 1)
 }
 
 // The limits on names grow with what the server serves: with more
@@ -165,12 +169,12 @@ func testNameLimitsGrow(t *testing.T, coreGenerator bool) {
 	again.ack(again.next(resource.EndpointType))
 
 	served := h.served(resource.EndpointType)
-	if served.count < services {
-		t.Fatalf("served endpoints %d, want at least %d", served.count, services)
+	if served.Count < services {
+		t.Fatalf("served endpoints %d, want at least %d", served.Count, services)
 	}
 	hostile := h.connect(nodeID("hostile"), ingressLabels)
-	hostile.subscribe(resource.EndpointType, madeUpNames(100+servedFactor*served.count+1)...)
-	wantExhausted(t, h, "made-up names past the grown bound", hostile.streamError(), limitRequestNames, 1)
+	hostile.subscribe(resource.EndpointType, madeUpNames(100+limits.ServedFactor*served.Count+1)...)
+	wantExhausted(t, h, "made-up names past the grown bound", hostile.streamError(), limits.LimitRequestNames, 1)
 
 	// The gateways were never closed.
 	sotw.barrier()
@@ -224,16 +228,16 @@ func TestStreamsPerIdentityAndPeerAreBounded(t *testing.T) {
 	}
 	// Refused at admission: the client need not send anything.
 	a3 := open("a3", "gw")
-	wantExhausted(t, h, "a third stream of one ServiceAccount", a3.streamError(), limitPerIdentity, 1)
+	wantExhausted(t, h, "a third stream of one ServiceAccount", a3.streamError(), limits.LimitPerIdentity, 1)
 
 	b1 := open("b1", "other")
 	b1.syncAll()
 	b2 := open("b2", "")
-	wantExhausted(t, h, "a fourth stream from one address", b2.streamError(), limitPerPeer, 1)
+	wantExhausted(t, h, "a fourth stream from one address", b2.streamError(), limits.LimitPerPeer, 1)
 
 	// A stream that ends makes room for another.
 	a2.close()
-	waitUntil(t, "the closed stream released", func() bool { id, _ := h.s.streamCaps.counts("istio-system", "gw", "127.0.0.1"); return id == 1 })
+	poll.Until(t, "the closed stream released", func() bool { id, _ := h.s.limits.StreamCounts("istio-system", "gw", "127.0.0.1"); return id == 1 }, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
 	a4 := open("a4", "gw")
 	a4.syncAll()
 	a1.barrier()
@@ -253,18 +257,13 @@ func TestAdmissionQueueIsBounded(t *testing.T) {
 	for _, c := range queued {
 		c.subscribe(resource.ClusterType)
 	}
-	waitUntil(t, "two streams waiting", func() bool {
-		h.s.admission.mu.Lock()
-		defer h.s.admission.mu.Unlock()
-		return h.s.admission.waiting == 2
-	})
+	poll.Until(t, "two streams waiting", func() bool {
+		waiting, _ := h.s.limits.AdmissionQueue()
+		return waiting == 2
+	}, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
 	over := h.connect(nodeID("over"), ingressLabels)
-	wantExhausted(t, h, "a stream beyond the admission queue", over.streamError(), limitQueue, 1)
-	a := h.s.admission
-	a.mu.Lock()
-	a.b.refill(a.clock.Now())
-	debt := -a.b.tokens
-	a.mu.Unlock()
+	wantExhausted(t, h, "a stream beyond the admission queue", over.streamError(), limits.LimitQueue, 1)
+	_, debt := h.s.limits.AdmissionQueue()
 	if debt > 2 {
 		t.Errorf("admission owes %v tokens: in debt beyond the queue of 2", debt)
 	}
@@ -283,22 +282,22 @@ func TestAdmissionQueueIsBounded(t *testing.T) {
 func TestHostileStreamAtItsLimitsHoldsBoundedMemory(t *testing.T) {
 	h := newHarness(t, newTestStore(base()...))
 	h.syncAndWait()
-	before := heapAfterGC()
+	before := heap.AfterGC()
 	c := h.connectDelta(nodeID("hostile"), ingressLabels, nil)
-	types := append([]string{}, servedTypes...)
-	for i := len(types); i < DefaultLimits.MaxTypesPerStream; i++ {
+	types := append([]string{}, snapshot.Types...)
+	for i := len(types); i < limits.Defaults.MaxTypesPerStream; i++ {
 		types = append(types, fmt.Sprintf("type.googleapis.com/made.up.T%d", i))
 	}
 	// Names of 1,000 bytes up to just under each type's byte bound, 50 a
 	// request within the request rate's burst.
 	sent := 0
 	for _, typ := range types {
-		bound := int64(DefaultLimits.MaxSubscribedBytes) + servedFactor*h.served(typ).bytes
-		n := int(bound/(1000+nameOverheadBytes)) - 1 // room for the barrier's name
+		bound := int64(limits.Defaults.MaxSubscribedBytes) + limits.ServedFactor*h.served(typ).Bytes
+		n := int(bound/(1000+limits.NameOverheadBytes)) - 1 // room for the barrier's name
 		for i := 0; i < n; i += 50 {
 			names := make([]string, 0, 50)
 			for j := i; j < min(i+50, n); j++ {
-				names = append(names, fmt.Sprintf("%s-%06d-%s", shortType(typ)[len(shortType(typ))-3:], j, strings.Repeat("x", 989)))
+				names = append(names, fmt.Sprintf("%s-%06d-%s", snapshot.ShortType(typ)[len(snapshot.ShortType(typ))-3:], j, strings.Repeat("x", 989)))
 			}
 			c.subscribe(typ, names...)
 			sent++
@@ -306,10 +305,10 @@ func TestHostileStreamAtItsLimitsHoldsBoundedMemory(t *testing.T) {
 		c.next(typ) // the first request of a type is answered, if only empty
 	}
 	c.barrier("outbound|9080||reviews.default.svc.cluster.local")
-	if sent > DefaultLimits.RequestBurst {
+	if sent > limits.Defaults.RequestBurst {
 		t.Fatalf("%d requests: over the request burst, the test measures the wrong limit", sent)
 	}
-	during := heapAfterGC()
+	during := heap.AfterGC()
 	t.Logf("heap %d KiB before, %d KiB with one delta stream at its limits on %d types (%d requests)", before>>10, during>>10, len(types), sent)
 	if during > before+16<<20 {
 		t.Errorf("one stream at its limits holds %d KiB", (during-before)>>10)

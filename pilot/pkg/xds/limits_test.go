@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -23,8 +20,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/heap"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // bigConfig is base plus n services: a CDS response of about 100 bytes a
@@ -80,19 +80,6 @@ func (c *stuckClient) close() {
 	_ = c.conn.Close()
 }
 
-// waitUntil polls cond (for server-side state no event announces) with a
-// bounded deadline.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // A write in flight when the server stops (here one blocked on a client
 // that does not read) ends its stream as cleanly as the stream loop ends
 // an idle one: the client reads what was sent, then the end of the stream.
@@ -102,7 +89,7 @@ func TestStopEndsAStreamWithAWriteInFlightCleanly(t *testing.T) {
 	})
 	h.syncAndWait()
 	c := openStuck(t, h.addr, nodeID("stuck"), resource.ClusterType, resource.ListenerType)
-	waitUntil(t, "the stuck stream blocked in a write", func() bool { return h.s.sending.Load() >= 1 })
+	poll.Until(t, "the stuck stream blocked in a write", func() bool { return h.s.limits.Sending() >= 1 }, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
 	h.cancel()
 	for {
 		if _, err := c.stream.Recv(); err != nil {
@@ -112,15 +99,6 @@ func TestStopEndsAStreamWithAWriteInFlightCleanly(t *testing.T) {
 			break
 		}
 	}
-}
-
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	for range 3 {
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // Streams that stop reading never delay another stream's push (more of
@@ -136,18 +114,18 @@ func TestStuckStreamsDoNotDelayOthersAndAreClosedAtTheDeadline(t *testing.T) {
 	good := h.connect(nodeID("good"), ingressLabels)
 	good.syncAll()
 
-	base := heapAfterGC()
+	base := heap.AfterGC()
 	clients := make([]*stuckClient, stuck)
 	for i := range clients {
 		clients[i] = openStuck(t, h.addr, nodeID(fmt.Sprintf("stuck-%d", i)), resource.ClusterType, resource.ListenerType)
 	}
-	waitUntil(t, "every stuck stream blocked in a write", func() bool { return h.s.sending.Load() >= stuck })
+	poll.Until(t, "every stuck stream blocked in a write", func() bool { return h.s.limits.Sending() >= stuck }, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
 
 	// An edit reaches the good gateway while every stuck stream is blocked.
 	start := time.Now()
 	h.update("edit", bigConfig(3000, "b.example.com")...)
 	resp := good.next(resource.RouteType)
-	t.Logf("push reached the good gateway in %v with %d streams blocked", time.Since(start), h.s.sending.Load())
+	t.Logf("push reached the good gateway in %v with %d streams blocked", time.Since(start), h.s.limits.Sending())
 	good.ack(resp)
 	if got := h.metric("pilot_xds_write_timeout"); got != 0 {
 		t.Fatalf("%v streams timed out before the deadline", got)
@@ -155,15 +133,15 @@ func TestStuckStreamsDoNotDelayOthersAndAreClosedAtTheDeadline(t *testing.T) {
 
 	// At the deadline every stuck stream is closed and counted.
 	h.clock.Step(10 * time.Second)
-	waitUntil(t, "stuck streams closed", func() bool {
+	poll.Until(t, "stuck streams closed", func() bool {
 		h.s.mu.Lock()
 		defer h.s.mu.Unlock()
 		return len(h.s.streams) == 1
-	})
+	}, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
 	if got := h.metric("pilot_xds_write_timeout"); got != stuck {
 		t.Errorf("pilot_xds_write_timeout = %v, want %d", got, stuck)
 	}
-	if got := h.s.sending.Load(); got != 0 {
+	if got := h.s.limits.Sending(); got != 0 {
 		t.Errorf("%d writes still waiting after their streams closed", got)
 	}
 	// The good gateway is still served.
@@ -172,7 +150,7 @@ func TestStuckStreamsDoNotDelayOthersAndAreClosedAtTheDeadline(t *testing.T) {
 	for _, c := range clients {
 		c.close()
 	}
-	after := heapAfterGC()
+	after := heap.AfterGC()
 	t.Logf("heap: %d KiB before the stuck streams, %d KiB after they closed", base>>10, after>>10)
 	if after > base+32<<20 {
 		t.Errorf("heap grew from %d to %d KiB after the stuck streams closed", base>>10, after>>10)
@@ -237,15 +215,15 @@ func TestClientStringsAreClippedAndRepeatedLinesLimited(t *testing.T) {
 	h.syncAndWait()
 
 	huge := strings.Repeat("x", 1<<20)
-	hugeID := huge[:maxNodeBytes/2] // a node within the node size bound
-	for range 3 * peerLogBurst {
+	hugeID := huge[:limits.MaxNodeBytes/2] // a node within the node size bound
+	for range 3 * limits.PeerLogBurst {
 		c := dial(t, h.addr, &core.Node{Id: "bad-" + hugeID})
 		c.subscribe(resource.ClusterType)
 		err := c.streamError()
 		if status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("invalid node: %.300v", err)
 		}
-		if len(status.Convert(err).Message()) > 4*maxLoggedBytes {
+		if len(status.Convert(err).Message()) > 4*limits.MaxLoggedBytes {
 			t.Fatal("the error sent back holds the whole node id")
 		}
 		c.close()
@@ -263,17 +241,17 @@ func TestClientStringsAreClippedAndRepeatedLinesLimited(t *testing.T) {
 			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
 		}
 	}
-	if n := strings.Count(out, "invalid node"); n != peerLogBurst {
-		t.Errorf("%d lines about the invalid node from one peer, want %d", n, peerLogBurst)
+	if n := strings.Count(out, "invalid node"); n != limits.PeerLogBurst {
+		t.Errorf("%d lines about the invalid node from one peer, want %d", n, limits.PeerLogBurst)
 	}
 	if !strings.Contains(out, "bytes)") || !strings.Contains(out, "proxy rejected config (NACK)") {
 		t.Errorf("clipped NACK not logged:\n%.2000s", out)
 	}
-	if got := h.metric("wayfinder_log_lines_suppressed_total"); got != 2*peerLogBurst {
-		t.Errorf("wayfinder_log_lines_suppressed_total = %v, want %d", got, 2*peerLogBurst)
+	if got := h.metric("wayfinder_log_lines_suppressed_total"); got != 2*limits.PeerLogBurst {
+		t.Errorf("wayfinder_log_lines_suppressed_total = %v, want %d", got, 2*limits.PeerLogBurst)
 	}
 	sz := syncOf(t, h, nodeID("a"), "rds")
-	if sz.LastNack == nil || len(sz.LastNack.Message) > maxKeptNackBytes+64 {
+	if sz.LastNack == nil || len(sz.LastNack.Message) > limits.MaxKeptNackBytes+64 {
 		t.Errorf("syncz keeps the NACK message unbounded or not at all: %+v", sz.LastNack)
 	}
 }
@@ -282,7 +260,7 @@ func TestClientStringsAreClippedAndRepeatedLinesLimited(t *testing.T) {
 // under its own label; other streams go on.
 func TestRequestLimitsCloseTheStream(t *testing.T) {
 	h := newHarnessWith(t, newTestStore(base()...), func(o *Options) {
-		o.Limits = Limits{RequestsPerSecond: 1, RequestBurst: 12, MaxResourceNamesPerRequest: 10, MaxTypesPerStream: 6, MaxSubscribedNames: 12}
+		o.Limits = limits.Options{RequestsPerSecond: 1, RequestBurst: 12, MaxResourceNamesPerRequest: 10, MaxTypesPerStream: 6, MaxSubscribedNames: 12}
 	})
 	h.syncAndWait()
 	other := h.connect(nodeID("other"), ingressLabels)
@@ -302,35 +280,35 @@ func TestRequestLimitsCloseTheStream(t *testing.T) {
 	for range 13 {
 		a.send(&discovery.DiscoveryRequest{TypeUrl: resource.ListenerType})
 	}
-	expect(a, limitRequestRate, 1)
+	expect(a, limits.LimitRequestRate, 1)
 
 	// Names in one request: the bound is the flag plus twice what is
 	// served of the type.
 	b := h.connect(nodeID("b"), ingressLabels)
-	b.subscribe(resource.EndpointType, madeUpNames(10+2*h.served(resource.EndpointType).count+1)...)
-	expect(b, limitRequestNames, 1)
+	b.subscribe(resource.EndpointType, madeUpNames(10+2*h.served(resource.EndpointType).Count+1)...)
+	expect(b, limits.LimitRequestNames, 1)
 
 	// Distinct types on one stream.
 	c := h.connect(nodeID("c"), ingressLabels)
 	for i := range 7 {
 		c.send(&discovery.DiscoveryRequest{TypeUrl: fmt.Sprintf("type.googleapis.com/made.up.T%d", i)})
 	}
-	expect(c, limitTypesPerStream, 1)
+	expect(c, limits.LimitTypesPerStream, 1)
 
 	// A delta subscription growing past the bound, ten names at a time.
 	d := h.connectDelta(nodeID("d"), ingressLabels, nil)
-	names := madeUpNames(12 + 2*h.served(resource.EndpointType).count + 1)
+	names := madeUpNames(12 + 2*h.served(resource.EndpointType).Count + 1)
 	for len(names) > 0 {
 		n := min(10, len(names))
 		d.subscribe(resource.EndpointType, names[:n]...)
 		names = names[n:]
 	}
-	expect(d, limitSubscribed, 1)
+	expect(d, limits.LimitSubscribed, 1)
 
 	// A type URL longer than anything Envoy sends.
 	e := h.connect(nodeID("e"), ingressLabels)
-	e.send(&discovery.DiscoveryRequest{TypeUrl: strings.Repeat("t", maxTypeURLBytes+1)})
-	expect(e, limitTypeURL, 1)
+	e.send(&discovery.DiscoveryRequest{TypeUrl: strings.Repeat("t", limits.MaxTypeURLBytes+1)})
+	expect(e, limits.LimitTypeURL, 1)
 
 	other.barrier()
 }
@@ -349,7 +327,7 @@ func TestStreamAdmissionQueuesRatherThanRejects(t *testing.T) {
 	// clock stands still.
 	second := h.connect(nodeID("second"), ingressLabels)
 	second.subscribe(resource.ClusterType)
-	waitUntil(t, "the second stream to wait for admission", h.clock.HasWaiters)
+	poll.Until(t, "the second stream to wait for admission", h.clock.HasWaiters, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
 	select {
 	case resp := <-second.recv:
 		t.Fatalf("a stream over the admission rate was answered at once: %v", resp)
@@ -361,62 +339,9 @@ func TestStreamAdmissionQueuesRatherThanRejects(t *testing.T) {
 		t.Errorf("admission histogram has %v samples, want 2", got)
 	}
 
-	// A client that gives up while queued leaves without a token.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := h.s.admission.wait(ctx, context.Background()); status.Code(err) != codes.Canceled {
-		t.Errorf("admission with a cancelled client: %v", err)
-	}
+	// A client that gives up while queued leaves without a token: see
+	// limits.TestAdmissionOfAGoneClientReturnsItsToken.
 }
-
-func TestPeerLogIsBoundedPerPeerAndInMemory(t *testing.T) {
-	clk := &fakePassive{now: t0}
-	p := newPeerLog(clk)
-	logged := 0
-	for range 100 {
-		if _, ok := p.allow("10.0.0.1:1234", "m"); ok {
-			logged++
-		}
-	}
-	if logged != peerLogBurst {
-		t.Errorf("%d of 100 repeated lines logged, want %d", logged, peerLogBurst)
-	}
-	// Another port of the same host is the same peer; another host is not.
-	if _, ok := p.allow("10.0.0.1:999", "m"); ok {
-		t.Error("same host, new port: not limited")
-	}
-	if _, ok := p.allow("10.0.0.2:1", "m"); !ok {
-		t.Error("another host was limited")
-	}
-	clk.now = clk.now.Add(peerLogEvery)
-	if n, ok := p.allow("10.0.0.1:1", "m"); !ok || n != 100-peerLogBurst+1 {
-		t.Errorf("after a while: logged %v, suppressed %d, want %d", ok, n, 100-peerLogBurst+1)
-	}
-	for i := range 3 * peerLogKeys {
-		p.allow(fmt.Sprintf("10.1.%d.%d:1", i/256, i%256), "m")
-	}
-	if len(p.m) > peerLogKeys+1 {
-		t.Errorf("%d keys tracked, bound %d", len(p.m), peerLogKeys)
-	}
-}
-
-type fakePassive struct{ now time.Time }
-
-func (f *fakePassive) Now() time.Time                  { return f.now }
-func (f *fakePassive) Since(t time.Time) time.Duration { return f.now.Sub(t) }
-
-func TestClip(t *testing.T) {
-	if got := clip("short"); got != "short" {
-		t.Errorf("clip(short) = %q", got)
-	}
-	long := strings.Repeat("é", 1000) // 2000 bytes
-	got := clip(long)
-	if !strings.HasSuffix(got, "...(2000 bytes)") || len(got) > maxLoggedBytes+20 || !utf8Valid(got) {
-		t.Errorf("clip(long) = %q", got)
-	}
-}
-
-func utf8Valid(s string) bool { return utf8.ValidString(s) }
 
 // streamError waits for the delta stream to end and returns its error.
 func (c *deltaClient) streamError() error {
@@ -433,39 +358,6 @@ func (c *deltaClient) streamError() error {
 	}
 }
 
-// Debug endpoints, metrics and readiness answer GET and HEAD only.
-func TestDebugEndpointsAnswerOnlyGetAndHead(t *testing.T) {
-	h := newHarness(t, newTestStore(base()...))
-	h.syncAndWait()
-	for _, ep := range append(h.s.debugEndpoints(), debugEndpoint{path: "/debug/pprof/symbol"}) {
-		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, "TRACE"} {
-			req, err := http.NewRequest(method, h.http.URL+ep.path, strings.NewReader("x"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
-				t.Errorf("%s %s = %d, Allow %q; want 405, GET, HEAD", method, ep.path, resp.StatusCode, resp.Header.Get("Allow"))
-			}
-		}
-		resp, err := http.Head(h.http.URL + ep.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusMethodNotAllowed {
-			t.Errorf("HEAD %s refused", ep.path)
-		}
-	}
-	if code, _ := h.get("/metrics"); code != http.StatusOK {
-		t.Errorf("GET /metrics = %d", code)
-	}
-}
-
 // A stream sending long made-up name lists leaves at most the shared name
 // lists' byte bound behind once it has closed.
 func TestLongNameListsAreReleasedWhenTheStreamCloses(t *testing.T) {
@@ -474,7 +366,7 @@ func TestLongNameListsAreReleasedWhenTheStreamCloses(t *testing.T) {
 		o.Limits.MaxSubscribedBytes, o.Limits.MaxSubscribedNames = -1, -1
 	})
 	h.syncAndWait()
-	before := heapAfterGC()
+	before := heap.AfterGC()
 	c := h.connect(nodeID("lists"), ingressLabels)
 	c.syncAll()
 	for l := range 60 {
@@ -486,15 +378,15 @@ func TestLongNameListsAreReleasedWhenTheStreamCloses(t *testing.T) {
 		c.ack(c.next(resource.EndpointType))
 	}
 	c.close()
-	waitUntil(t, "the stream to close", func() bool {
+	poll.Until(t, "the stream to close", func() bool {
 		h.s.mu.Lock()
 		defer h.s.mu.Unlock()
 		return len(h.s.streams) == 0
-	})
-	after := heapAfterGC()
+	}, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
+	after := heap.AfterGC()
 	t.Logf("heap %d MiB before, %d MiB after a stream sent 60 name lists of 1.5 MB and closed (shared lists hold %d KiB)",
 		before>>20, after>>20, wire.SharedNamesBytes()>>10)
-	if bound := before + uint64(DefaultLimits.SharedNamesBytes) + 16<<20; after > bound {
+	if bound := before + uint64(limits.Defaults.SharedNamesBytes) + 16<<20; after > bound {
 		t.Errorf("heap %d MiB after the stream closed, over %d MiB", after>>20, bound>>20)
 	}
 }

@@ -1,19 +1,15 @@
 package xds
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
 // metrics are the server's Prometheus metrics; the package comment lists
 // them and explains the naming scheme.
 type metrics struct {
-	registry *prometheus.Registry
-
 	pushes       *prometheus.CounterVec
 	connected    prometheus.Gauge
 	rejects      *prometheus.CounterVec
@@ -38,9 +34,8 @@ var (
 // newMetrics registers the metrics on reg. currentErrors is read at each
 // scrape for wayfinder_config_errors, so the gauge shows the problems
 // standing now, including source errors that arrived after the last push.
-func newMetrics(reg *prometheus.Registry, currentErrors func() (source, translation []*config.Error)) *metrics {
+func newMetrics(reg prometheus.Registerer, currentErrors func() (source, translation []*config.Error)) *metrics {
 	m := &metrics{
-		registry: reg,
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pilot_xds_pushes", Help: "xDS responses sent to proxies, by type (cds, eds, lds, rds, sds).",
 		}, []string{"type"}),
@@ -88,11 +83,6 @@ func newMetrics(reg *prometheus.Registry, currentErrors func() (source, translat
 	return m
 }
 
-// handler serves the registry in the Prometheus exposition format.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
-}
-
 var configErrorsDesc = prometheus.NewDesc("wayfinder_config_errors",
 	"Config problems standing now, by Istio kind at fault (or none), origin (source or translation) and severity (error or warning).",
 	[]string{"kind", "origin", "severity"}, nil)
@@ -125,4 +115,14 @@ func (c *configErrorsCollector) Collect(ch chan<- prometheus.Metric) {
 	for l, n := range counts {
 		ch <- prometheus.MustNewConstMetric(configErrorsDesc, prometheus.GaugeValue, float64(n), l[0], l[1], l[2])
 	}
+}
+
+// countMarshal counts one resource marshaled into a new shared Any.
+func (s *DiscoveryServer) countMarshal(typeURL string) {
+	s.metrics.marshals.WithLabelValues(snapshot.MetricType(typeURL)).Inc()
+}
+
+// countEncoding counts one serialized response body.
+func (s *DiscoveryServer) countEncoding(typeURL string) {
+	s.metrics.encodings.WithLabelValues(snapshot.MetricType(typeURL)).Inc()
 }

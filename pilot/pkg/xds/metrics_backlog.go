@@ -2,6 +2,8 @@ package xds
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 )
 
 // backlogCollector reports, at scrape time, the work waiting in the server:
@@ -20,7 +22,7 @@ var (
 func (c backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pendingDesc; ch <- sendsDesc }
 
 func (c backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := make(map[string]int, len(servedTypes))
+	counts := make(map[string]int, len(snapshot.Types))
 	c.s.mu.Lock()
 	for _, p := range c.s.proxies {
 		for t := range p.pending {
@@ -28,8 +30,8 @@ func (c backlogCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.s.mu.Unlock()
-	for _, t := range servedTypes {
-		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(counts[t]), shortType(t))
+	for _, t := range snapshot.Types {
+		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(counts[t]), snapshot.ShortType(t))
 	}
-	ch <- prometheus.MustNewConstMetric(sendsDesc, prometheus.GaugeValue, float64(c.s.sending.Load()))
+	ch <- prometheus.MustNewConstMetric(sendsDesc, prometheus.GaugeValue, float64(c.s.limits.Sending()))
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -88,7 +89,7 @@ func TestNamedClientsGetExactlyWhatTheyAskFor(t *testing.T) {
 			c.subscribe(step.typeURL, step.name)
 			resp := c.next(step.typeURL)
 			if got := resourceNames(t, resp); !slices.Equal(got, []string{step.name}) {
-				t.Errorf("%s asked for %s %s, got %v", c.node.GetId(), shortType(step.typeURL), step.name, got)
+				t.Errorf("%s asked for %s %s, got %v", c.node.GetId(), snapshot.ShortType(step.typeURL), step.name, got)
 			}
 			c.ack(resp)
 		}
@@ -103,7 +104,7 @@ func TestNamedClientsGetExactlyWhatTheyAskFor(t *testing.T) {
 	}
 	// The proxyless view holds both services; a gateway proxy of the same
 	// push is not affected by it.
-	if got := h.snapshot(a.node.GetId()).set(resource.ListenerType).names(); !slices.Equal(got, []string{ratingsLDS, reviewsLDS}) {
+	if got := h.snapshot(a.node.GetId()).Set(resource.ListenerType).Names(); !slices.Equal(got, []string{ratingsLDS, reviewsLDS}) {
 		t.Errorf("proxyless listeners %v", got)
 	}
 
@@ -149,12 +150,12 @@ func TestResourcesAreMarshaledOncePerVersion(t *testing.T) {
 		}
 	}
 	after := h.snapshot(nodeID("a"))
-	for _, i := range []int{cdsIdx, edsIdx, ldsIdx} {
-		if after.sets[i].items[0] != before.sets[i].items[0] {
-			t.Errorf("unchanged %s resource was not reused", shortType(servedTypes[i]))
+	for _, i := range []int{snapshot.CDS, snapshot.EDS, snapshot.LDS} {
+		if after.Sets[i].Items[0] != before.Sets[i].Items[0] {
+			t.Errorf("unchanged %s resource was not reused", snapshot.ShortType(snapshot.Types[i]))
 		}
 	}
-	if after.sets[rdsIdx].items[0] == before.sets[rdsIdx].items[0] {
+	if after.Sets[snapshot.RDS].Items[0] == before.Sets[snapshot.RDS].Items[0] {
 		t.Error("changed route configuration kept its old encoding")
 	}
 }

@@ -4,51 +4,30 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/push"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
-// ObjectState is what the server knows now about one config object: how
-// many connected gateways use the config it produced, how many hold it
-// ACKed or NACKed, and its standing config problems. It is the input of
-// the status written on Istio objects and of /debug/configz's per-object
-// view.
-//
-// Attribution is per gateway group and coarse: a group's listeners and
-// routes (LDS, RDS) come from its Gateways and the VirtualServices bound to
-// them, so a NACK of LDS or RDS is counted against all of those; clusters
-// and endpoints (CDS, EDS) are shared by every gateway, so a NACK of CDS
-// or EDS is counted against every DestinationRule and ServiceEntry.
-type ObjectState struct {
-	// Gateways is the number of connected gateways using the object.
-	Gateways int `json:"gateways"`
-	// Acked of them hold, ACKed, the config the last push produced for
-	// them; Nacked rejected the last response of a type the object feeds.
-	Acked  int `json:"acked"`
-	Nacked int `json:"nacked"`
-	// FirstNack is the rejection message of the first NACKing gateway by
-	// node id (deterministic).
-	FirstNack string `json:"firstNack,omitempty"`
-	// Errors are the object's standing source and translation problems.
-	Errors []*config.Error `json:"-"`
-}
-
 // Types an object kind feeds.
 var (
-	routingTypes = []string{servedTypes[ldsIdx], servedTypes[rdsIdx]}
-	serviceTypes = []string{servedTypes[cdsIdx], servedTypes[edsIdx]}
+	routingTypes = []string{snapshot.Types[snapshot.LDS], snapshot.Types[snapshot.RDS]}
+	serviceTypes = []string{snapshot.Types[snapshot.CDS], snapshot.Types[snapshot.EDS]}
 )
 
 // ObjectStatus returns the state of every object that a connected gateway
 // uses or that has a config problem. It reads the last push and the
 // protocol state under the server's lock; nothing is translated.
-func (s *DiscoveryServer) ObjectStatus() map[config.Key]*ObjectState {
+func (s *DiscoveryServer) ObjectStatus() map[config.Key]*model.ObjectState {
 	src, tr := s.currentErrors()
-	out := map[config.Key]*ObjectState{}
-	get := func(k config.Key) *ObjectState {
+	out := map[config.Key]*model.ObjectState{}
+	get := func(k config.Key) *model.ObjectState {
 		o := out[k]
 		if o == nil {
-			o = &ObjectState{}
+			o = &model.ObjectState{}
 			out[k] = o
 		}
 		return o
@@ -73,24 +52,24 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*ObjectState {
 	byGroup := map[string][]config.Key{} // the Gateways and VirtualServices feeding a group's LDS and RDS
 	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
 		p := s.proxies[id]
-		if p.group == nil || p.view == nil || p.group.key == proxylessKey || st == nil {
+		if p.group == nil || p.view == nil || p.group.Key == push.ProxylessKey || st == nil {
 			continue
 		}
 		newest := newestStream(p)
 		if newest == nil {
 			continue
 		}
-		routing, ok := byGroup[p.group.key]
+		routing, ok := byGroup[p.group.Key]
 		if !ok { // once per group, not per proxy
-			for _, gw := range p.group.gateways {
+			for _, gw := range p.group.Gateways {
 				routing = append(routing, gw)
-				for _, vs := range st.push.VirtualServicesBoundTo(gw.Namespace + "/" + gw.Name) {
+				for _, vs := range st.Push.VirtualServicesBoundTo(gw.Namespace + "/" + gw.Name) {
 					routing = append(routing, vs.Key())
 				}
 			}
 			slices.SortFunc(routing, compareKeys)
 			routing = slices.Compact(routing)
-			byGroup[p.group.key] = routing
+			byGroup[p.group.Key] = routing
 		}
 		count := func(keys []config.Key, types []string) {
 			acked, nack := proxyTypesState(p, newest, types)
@@ -128,9 +107,9 @@ func proxyTypesState(p *proxyState, st *streamState, types []string) (acked bool
 			}
 			return false, msg
 		}
-		set := p.view.set(u)
-		want := set.version
-		if want == "" || (ts == nil && len(set.items) == 0) {
+		set := p.view.Set(u)
+		want := set.Version
+		if want == "" || (ts == nil && len(set.Items) == 0) {
 			continue // nothing of the type to hold (RDS without routes)
 		}
 		if ts == nil || ts.ackedVersion != want {
@@ -170,25 +149,15 @@ func compareKeys(a, b config.Key) int {
 	return 0
 }
 
-// ConfigzStatus is one object's state in /debug/configz: the same
-// findings as the status written on it in Kubernetes mode.
-type ConfigzStatus struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	ObjectState
-	Errors []ConfigzError `json:"errors,omitempty"`
-}
-
 // configzStatus lists ObjectStatus by kind, namespace and name.
-func (s *DiscoveryServer) configzStatus() []ConfigzStatus {
+func (s *DiscoveryServer) configzStatus() []debugapi.ConfigzStatus {
 	st := s.ObjectStatus()
-	out := make([]ConfigzStatus, 0, len(st))
+	out := make([]debugapi.ConfigzStatus, 0, len(st))
 	for _, k := range slices.SortedFunc(maps.Keys(st), compareKeys) {
 		o := st[k]
-		cs := ConfigzStatus{Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name, ObjectState: *o}
+		cs := debugapi.ConfigzStatus{Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name, ObjectState: *o}
 		for _, e := range o.Errors {
-			cs.Errors = append(cs.Errors, configzError("", e))
+			cs.Errors = append(cs.Errors, debugapi.NewConfigzError("", e))
 		}
 		out = append(out, cs)
 	}

@@ -5,6 +5,7 @@ import (
 
 	resource "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -70,7 +71,7 @@ func TestObjectStatusCountsGatewaysAcksAndNacks(t *testing.T) {
 		t.Errorf("errors of %s = %v, want the source's one", vs, st.Errors)
 	}
 	// /debug/configz shows the same per object.
-	cz := getJSON[Configz](t, h, "/debug/configz", 200)
+	cz := getJSON[debugapi.Configz](t, h, "/debug/configz", 200)
 	found := false
 	for _, s := range cz.Status {
 		if s.Kind == "VirtualService" && s.Name == "reviews" {

@@ -24,10 +24,9 @@ func (r *fakeRegistry) Services() []*model.Service {
 // Registry services reach every push; a registry endpoint change pushed as
 // an endpoints-only request re-sends EDS alone.
 func TestRegistryServicesAreServed(t *testing.T) {
-	h := newHarness(t, newTestStore(base()...))
 	reg := &fakeRegistry{}
 	reg.addr.Store("10.2.0.1")
-	h.s.registries = []model.ServiceDiscovery{reg} // before the first push reads it
+	h := newHarnessWith(t, newTestStore(base()...), func(o *Options) { o.Registries = []model.ServiceDiscovery{reg} })
 	h.syncAndWait()
 	a := h.connect(nodeID("a"), ingressLabels)
 	got := a.syncAll()

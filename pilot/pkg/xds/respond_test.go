@@ -5,6 +5,8 @@ import (
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 )
 
 func nameSet(names ...string) map[string]struct{} {
@@ -20,13 +22,13 @@ func nameSet(names ...string) map[string]struct{} {
 // later checks compare by identity; a smaller set is never recorded, so a
 // name dropped and asked for again is still known as answered.
 func TestSotwShouldRespondNamedShortcut(t *testing.T) {
-	a := &res{name: "a", hash: "1"}
-	b := &res{name: "b", hash: "2"}
-	sent := newTypeSet([]*res{a, b})
-	same := newTypeSet([]*res{a, b}) // a new push, same content
-	changed := newTypeSet([]*res{a, {name: "b", hash: "3"}})
-	ts := &typeStatus{typeURL: resource.EndpointType, sent: sent, sentNames: nameSet("a", "b"), sentVersion: sent.version}
-	req := &discovery.DiscoveryRequest{VersionInfo: sent.version}
+	a := &snapshot.Resource{Name: "a", Hash: "1"}
+	b := &snapshot.Resource{Name: "b", Hash: "2"}
+	sent := snapshot.NewTypeSet([]*snapshot.Resource{a, b})
+	same := snapshot.NewTypeSet([]*snapshot.Resource{a, b}) // a new push, same content
+	changed := snapshot.NewTypeSet([]*snapshot.Resource{a, {Name: "b", Hash: "3"}})
+	ts := &typeStatus{typeURL: resource.EndpointType, sent: sent, sentNames: nameSet("a", "b"), sentVersion: sent.Version}
+	req := &discovery.DiscoveryRequest{VersionInfo: sent.Version}
 
 	equal := nameSet("a", "b")
 	if sotwShouldRespond(ts, req, same, false, equal) {

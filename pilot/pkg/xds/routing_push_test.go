@@ -6,6 +6,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -35,7 +36,7 @@ func TestRoutingOnlyPushKeepsServices(t *testing.T) {
 		t.Errorf("BuildServices ran %d times, want 1: a VirtualService change needs no new clusters", got)
 	}
 	after := h.snapshot(nodeID("a"))
-	if after.sets[cdsIdx] != before.sets[cdsIdx] || after.sets[edsIdx] != before.sets[edsIdx] {
+	if after.Sets[snapshot.CDS] != before.Sets[snapshot.CDS] || after.Sets[snapshot.EDS] != before.Sets[snapshot.EDS] {
 		t.Error("clusters or endpoints were rebuilt for a VirtualService change")
 	}
 	a.barrier() // nothing but RDS was sent

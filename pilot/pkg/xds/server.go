@@ -3,7 +3,6 @@ package xds
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,10 +12,12 @@ import (
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
-	gwapi "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/push"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
@@ -36,8 +37,8 @@ type Options struct {
 	// (files that do not parse, objects that fail validation). They are
 	// counted with the translation errors and shown by /debug/configz.
 	Errors model.ConfigErrorReporter
-	// Generator translates config; nil means CoreGenerator.
-	Generator Generator
+	// Generator translates config; nil means core.DefaultGenerator.
+	Generator core.Generator
 	// Debounce merges config changes. A nil Clock is replaced by Clock.
 	Debounce debounce.Options
 	// EndpointDebounce merges endpoint-only changes (requests that are not
@@ -47,9 +48,10 @@ type Options struct {
 	EndpointDebounce debounce.Options
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Registry receives the metrics and is served at /metrics; nil means a
-	// new registry.
-	Registry *prometheus.Registry
+	// Registry receives the server's metrics; the assembly owns it and
+	// serves it at /metrics. Nil means a registry of the server's own,
+	// which nothing serves.
+	Registry prometheus.Registerer
 	// Clock stamps connections, ACKs and NACKs and times pushes; nil means
 	// the real clock.
 	Clock clock.WithTicker
@@ -66,64 +68,40 @@ type Options struct {
 	// another namespace (the Gateway API's ReferenceGrants); nil refuses
 	// them.
 	GatewaySecretGrants model.GatewaySecretGrants
-	// Replica names this server (its pod name) in /debug/version.
-	Replica string
-	// DebugAuth, when set, authenticates debug requests (Kubernetes mode):
-	// see debug_auth.go. Nil serves them to anyone who reaches the port.
-	DebugAuth *security.DebugAuth
 	// AuthFailures counts and logs streams refused for their identity (a
 	// namespace claim that is not theirs, a node id taken by another
 	// identity); nil does neither.
 	AuthFailures *security.Failures
 	// Limits bound what one client can cost; zero fields are defaults.
-	Limits Limits
-	// GatewayAPIStatus, when set, is the status the Gateway API source's
-	// last conversion computed, shown by /debug/configz.
-	GatewayAPIStatus func() gwapi.Status
+	Limits limits.Options
 	// WarmGateways translates each Gateway selector's configuration when a
 	// full push finds no proxy connected, as on start before ready, so the
-	// first gateways to connect do not wait for it (see warm.go).
+	// first gateways to connect do not wait for it (see
+	// push.Translator.Warm).
 	WarmGateways bool
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
 // package comment for how pushes, NACKs and locking work.
 type DiscoveryServer struct {
-	store model.ConfigStore
-	// registries feed model.NewPushContext with the store.
-	registries []model.ServiceDiscovery
-	scoping    model.Scoping
-	errors     model.ConfigErrorReporter
-	replica    string
-	gen        Generator
-	warm       bool // Options.WarmGateways
-	authz      model.SecretAuthorizer
-	grants     model.GatewaySecretGrants
-	log        *slog.Logger
-	clock      clock.WithTicker
-	metrics    *metrics
-	// debugAuth and authFailures are Options.DebugAuth and AuthFailures.
-	debugAuth    *security.DebugAuth
+	store   model.ConfigStore
+	errors  model.ConfigErrorReporter
+	log     *slog.Logger
+	clock   clock.WithTicker
+	metrics *metrics
+	// authFailures is Options.AuthFailures.
 	authFailures *security.Failures
-	// gatewayAPIStatus is Options.GatewayAPIStatus.
-	gatewayAPIStatus func() gwapi.Status
 
-	// intern keeps each generated resource's marshaled form; see resources.go.
-	intern *interner
+	// tr translates pushes (package push); it is called under pushMu.
+	tr *push.Translator
 	// sotwIDs and deltaIDs number the streams of each protocol.
 	sotwIDs, deltaIDs atomic.Int64
-	debouncer         *debounce.Debouncer[*model.PushRequest]
-	// edsDebouncer merges endpoint-only requests; see eds_debounce.go.
-	edsDebouncer *debounce.Debouncer[*model.PushRequest]
+	// queue merges push requests into pushes (package push).
+	queue *push.Queue
 
-	// limits, and what enforces them; see limits.go and logsafe.go.
-	limits       Limits
-	limitMetrics *limitMetrics
-	admission    *admission
-	streamCaps   *streamCaps
-	peerLog      *peerLog
-	// sending counts writes waiting in sendWithin (for tests).
-	sending atomic.Int64
+	// limits bound what a client can cost (package limits; the server's
+	// side is limits.go).
+	limits *limits.Limiter
 	// drain refuses and closes streams on shutdown; see drain.go.
 	drain *drainState
 
@@ -131,32 +109,24 @@ type DiscoveryServer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// merged is the batch the debouncer is building, made by
-	// mergeRequests and owned by it until fired; see mergeRequests.
-	merged atomic.Pointer[model.PushRequest]
-	// edsMerged is merged's counterpart for edsDebouncer.
-	edsMerged atomic.Pointer[model.PushRequest]
-
 	synced        atomic.Bool
 	firstPushOnce sync.Once
 	firstPushDone chan struct{}
 
 	// pushMu serialises pushes and proxy connects; see the package comment.
 	pushMu sync.Mutex
-	// loggedErrors are the translation errors already logged (under pushMu).
-	loggedErrors map[string]bool
 
 	// mu guards everything below.
 	mu sync.Mutex
 	// state is the result of the last push; nil before the first.
-	state *pushState
+	state *push.State
 	// proxies are the connected proxies by node id.
 	proxies map[string]*proxyState
 	// streams are the open ADS streams, including streams whose first
 	// request has not arrived yet.
 	streams map[streamKey]*streamState
 	// served sizes what proxies are sent, which the limits on names grow
-	// with (limits_served.go).
+	// with (limits.go).
 	served servedStats
 }
 
@@ -170,7 +140,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Generator == nil {
-		opts.Generator = CoreGenerator{Secrets: opts.Secrets, Caches: core.NewCaches()}
+		opts.Generator = core.DefaultGenerator{Secrets: opts.Secrets, Caches: core.NewCaches()}
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
@@ -179,33 +149,32 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		opts.Debounce.Clock = opts.Clock
 	}
 	s := &DiscoveryServer{
-		store:            opts.Store,
-		registries:       opts.Registries,
-		scoping:          opts.Scoping,
-		errors:           opts.Errors,
-		replica:          opts.Replica,
-		gen:              opts.Generator,
-		warm:             opts.WarmGateways,
-		authz:            opts.SecretAuthorizer,
-		grants:           opts.GatewaySecretGrants,
-		log:              opts.Logger,
-		clock:            opts.Clock,
-		firstPushDone:    make(chan struct{}),
-		proxies:          map[string]*proxyState{},
-		streams:          map[streamKey]*streamState{},
-		debugAuth:        opts.DebugAuth,
-		authFailures:     opts.AuthFailures,
-		gatewayAPIStatus: opts.GatewayAPIStatus,
+		store:         opts.Store,
+		errors:        opts.Errors,
+		log:           opts.Logger,
+		clock:         opts.Clock,
+		firstPushDone: make(chan struct{}),
+		proxies:       map[string]*proxyState{},
+		streams:       map[streamKey]*streamState{},
+		authFailures:  opts.AuthFailures,
 	}
 	s.metrics = newMetrics(opts.Registry, s.currentErrors)
-	s.intern = newInterner(func(typeURL string) { s.metrics.marshals.WithLabelValues(metricType(typeURL)).Inc() })
-	s.limits = opts.Limits.withDefaults()
-	s.limitMetrics = newLimitMetrics(opts.Registry)
-	s.admission = newAdmission(opts.Clock, s.limits.StreamsPerSecond, s.limits.StreamBurst, s.limits.MaxQueuedStreams)
-	s.streamCaps = newStreamCaps(s, s.limits)
-	s.peerLog = newPeerLog(opts.Clock)
+	s.tr = push.New(push.Options{
+		Store:               opts.Store,
+		Registries:          opts.Registries,
+		Scoping:             opts.Scoping,
+		Generator:           opts.Generator,
+		SecretAuthorizer:    opts.SecretAuthorizer,
+		GatewaySecretGrants: opts.GatewaySecretGrants,
+		WarmGateways:        opts.WarmGateways,
+		Logger:              opts.Logger,
+		Translations:        s.metrics.translations,
+		Marshaled:           s.countMarshal,
+		Lock:                &s.mu,
+	})
+	s.limits = limits.New(opts.Limits, limits.Config{Clock: opts.Clock, Registry: opts.Registry, Logger: opts.Logger})
 	s.drain = newDrainState(opts.Registry)
-	wire.SetSharedNamesBytes(s.limits.SharedNamesBytes)
+	wire.SetSharedNamesBytes(s.limits.Options().SharedNamesBytes)
 	opts.Registry.MustRegister(backlogCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
@@ -216,8 +185,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 			onFire(merged, waited)
 		}
 	}
-	s.debouncer = debounce.New(opts.Debounce, s.mergeRequests, s.fire)
-	s.edsDebouncer = s.newEndpointDebouncer(opts.EndpointDebounce, opts.Debounce)
+	s.queue = push.NewQueue(opts.Debounce, opts.EndpointDebounce, s.fire)
 	return s
 }
 
@@ -283,8 +251,8 @@ type sotwStream struct {
 func (s sotwStream) Context() context.Context { return s.ctx }
 
 // sendBody writes r: as its body's frame when it has one.
-func (s sotwStream) sendBody(r *discovery.DiscoveryResponse, b *body) error {
-	f, err := sotwFrame(b, r)
+func (s sotwStream) sendBody(r *discovery.DiscoveryResponse, b *snapshot.Body) error {
+	f, err := snapshot.SotwFrame(b, r)
 	if err != nil {
 		return err
 	}
@@ -305,8 +273,8 @@ type deltaStream struct {
 func (s deltaStream) Context() context.Context { return s.ctx }
 
 // sendBody writes r: as its body's frame when it has one.
-func (s deltaStream) sendBody(r *discovery.DeltaDiscoveryResponse, b *body) error {
-	f, err := deltaFrame(b, r)
+func (s deltaStream) sendBody(r *discovery.DeltaDiscoveryResponse, b *snapshot.Body) error {
+	f, err := snapshot.DeltaFrame(b, r)
 	if err != nil {
 		return err
 	}
@@ -330,11 +298,7 @@ func (s *DiscoveryServer) ConfigUpdate(req *model.PushRequest) {
 		cp.Start = s.clock.Now()
 		req = &cp
 	}
-	if !req.Full {
-		s.edsDebouncer.Enqueue(req)
-		return
-	}
-	s.debouncer.Enqueue(req)
+	s.queue.Enqueue(req)
 }
 
 // ConfigBatchComplete tells the server that the config changes given to
@@ -342,7 +306,7 @@ func (s *DiscoveryServer) ConfigUpdate(req *model.PushRequest) {
 // folder found): a lone change is then pushed at once rather than after
 // the debouncer's leading delay (see debounce.Debouncer.Flush).
 func (s *DiscoveryServer) ConfigBatchComplete() {
-	s.debouncer.Flush()
+	s.queue.Flush()
 }
 
 // Synced tells the server the store has delivered its first full load: the
@@ -351,7 +315,7 @@ func (s *DiscoveryServer) Synced() {
 	if s.synced.Swap(true) {
 		return
 	}
-	s.debouncer.Enqueue(&model.PushRequest{Full: true, Reasons: map[string]int{"synced": 1}, Start: s.clock.Now()})
+	s.queue.Enqueue(&model.PushRequest{Full: true, Reasons: map[string]int{"synced": 1}, Start: s.clock.Now()})
 }
 
 // FirstPushDone is closed once the first push after Synced has set every
@@ -373,47 +337,14 @@ func (s *DiscoveryServer) Ready() bool {
 // Call it once.
 func (s *DiscoveryServer) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Go(func() { s.debouncer.Run(ctx) })
-	wg.Go(func() { s.edsDebouncer.Run(ctx) })
+	wg.Go(func() { s.queue.Run(ctx) })
 	<-ctx.Done()
 	s.cancel()
 	wg.Wait()
 }
 
-// mergeRequests is the debouncer's merge (called under its lock, one at a
-// time): model.PushRequest.Merge, except that a batch this function made
-// earlier is extended in place instead of copied. Copying made a burst of
-// n changes (a config load: one per object) cost O(n^2): at 5,000
-// services, gigabytes of garbage before the first push. Inputs from
-// callers are never modified.
-func (s *DiscoveryServer) mergeRequests(a, b *model.PushRequest) *model.PushRequest {
-	return mergeInto(&s.merged, a, b)
-}
-
-// mergeInto is mergeRequests for the batch whose owner is *merged.
-func mergeInto(merged *atomic.Pointer[model.PushRequest], a, b *model.PushRequest) *model.PushRequest {
-	if a == nil || b == nil || a != merged.Load() {
-		out := a.Merge(b)
-		if out != a && out != b {
-			merged.Store(out)
-		}
-		return out
-	}
-	a.Full = a.Full || b.Full
-	if a.Start.IsZero() || (!b.Start.IsZero() && b.Start.Before(a.Start)) {
-		a.Start = b.Start
-	}
-	maps.Copy(a.ConfigsUpdated, b.ConfigsUpdated)
-	for r, n := range b.Reasons {
-		a.Reasons[r] += n
-	}
-	return a
-}
-
-// fire is the debouncer's callback: one merged request, one push.
+// fire is the debouncers' callback: one merged request, one push.
 func (s *DiscoveryServer) fire(req *model.PushRequest) {
-	// The batch is no longer the debouncer's: never extend it again.
-	s.merged.CompareAndSwap(req, nil)
 	if !s.synced.Load() {
 		s.log.Debug("push request before config sync dropped; the first push will read everything", "reasons", req.ReasonList())
 		return

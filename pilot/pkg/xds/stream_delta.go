@@ -8,6 +8,10 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/subscription"
 )
 
 // deltaOut is a delta response the cache built for a stream's watch, with
@@ -16,7 +20,7 @@ import (
 type deltaOut struct {
 	req    *discovery.DeltaDiscoveryRequest
 	resp   *discovery.DeltaDiscoveryResponse
-	body   *body // the shared serialized response (see wirecache.go)
+	body   *snapshot.Body // the shared serialized response (package snapshot)
 	next   map[string]string
 	shared bool
 }
@@ -24,7 +28,7 @@ type deltaOut struct {
 // deltaWatchState is what the delta stream loop keeps per type.
 type deltaWatchState struct {
 	cancel func()
-	sub    *subscription
+	sub    *subscription.Subscription
 }
 
 // serveDelta runs one delta (incremental) ADS stream, like serveSotw:
@@ -56,12 +60,12 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 	send := func(o *deltaOut) error {
 		nonce++
 		o.resp.Nonce = strconv.FormatInt(nonce, 10)
-		cb.OnStreamDeltaResponse(id, o.resp, deltaSize(o.body, o.resp))
+		cb.OnStreamDeltaResponse(id, o.resp, snapshot.DeltaSize(o.body, o.resp))
 		if err := str.sendBody(o.resp, o.body); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
 		if w := watches[o.req.GetTypeUrl()]; w != nil {
-			w.sub.setKnown(o.next, o.shared)
+			w.sub.SetKnown(o.next, o.shared)
 		}
 		return nil
 	}
@@ -94,7 +98,7 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 			if !s.awaitFirstPush(ctx) {
 				return nil
 			}
-			if err := cb.OnStreamDeltaRequest(id, req, deltaShape(req)); err != nil {
+			if err := cb.OnStreamDeltaRequest(id, req, limits.DeltaShape(req)); err != nil {
 				return err
 			}
 			// The request is kept with its watch: the node (read once, on
@@ -107,12 +111,12 @@ func (s *DiscoveryServer) serveDelta(str deltaStream) error {
 			}
 			w := watches[typeURL]
 			if w == nil {
-				w = &deltaWatchState{cancel: func() {}, sub: newDeltaSubscription(req.GetResourceNamesSubscribe(),
+				w = &deltaWatchState{cancel: func() {}, sub: subscription.NewDelta(req.GetResourceNamesSubscribe(),
 					req.GetResourceNamesUnsubscribe(), req.GetInitialResourceVersions(), s.legacyWildcard(typeURL))}
 				watches[typeURL] = w
 			} else {
 				w.cancel()
-				w.sub.updateDelta(req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe())
+				w.sub.UpdateDelta(req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe())
 			}
 			if err := s.limitSubscription(streamKey{delta: true, id: id}, typeURL, w.sub); err != nil {
 				w.cancel = func() {}

@@ -9,20 +9,24 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/subscription"
 )
 
 // sotwOut is a SotW response the cache built for a stream's watch.
 type sotwOut struct {
 	req  *discovery.DiscoveryRequest
 	resp *discovery.DiscoveryResponse
-	body *body // the shared serialized response (see wirecache.go)
+	body *snapshot.Body // the shared serialized response (package snapshot)
 }
 
 // sotwWatchState is what the stream loop keeps per type: the open watch's
 // cancel, the subscription, and the nonce of the last response sent.
 type sotwWatchState struct {
 	cancel func()
-	sub    *subscription
+	sub    *subscription.Subscription
 	nonce  string
 }
 
@@ -56,12 +60,12 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 	send := func(o *sotwOut) error {
 		w := watches[o.req.GetTypeUrl()]
 		if w == nil {
-			return status.Errorf(codes.Internal, "no watch of %s for a response", clip(o.req.GetTypeUrl()))
+			return status.Errorf(codes.Internal, "no watch of %s for a response", limits.Clip(o.req.GetTypeUrl()))
 		}
 		nonce++
 		o.resp.Nonce = strconv.FormatInt(nonce, 10)
 		w.nonce = o.resp.Nonce
-		cb.OnStreamResponse(id, o.resp, sotwSize(o.body, o.resp))
+		cb.OnStreamResponse(id, o.resp, snapshot.SotwSize(o.body, o.resp))
 		if err := str.sendBody(o.resp, o.body); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
@@ -108,7 +112,7 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 				return status.Error(codes.InvalidArgument, "type URL is required for ADS")
 			}
 			w := watches[typeURL]
-			var sub *subscription
+			var sub *subscription.Subscription
 			if w != nil {
 				sub = w.sub
 			}
@@ -120,18 +124,18 @@ func (s *DiscoveryServer) serveSotw(str sotwStream) error {
 			// go now.
 			node, req.Node, req.ErrorDetail = nil, nil, nil
 			if w == nil {
-				w = &sotwWatchState{cancel: func() {}, sub: newSotwSubscription(req.GetResourceNames(), s.legacyWildcard(typeURL))}
+				w = &sotwWatchState{cancel: func() {}, sub: subscription.NewSotw(req.GetResourceNames(), s.legacyWildcard(typeURL))}
 				watches[typeURL] = w
 			} else {
 				if w.nonce != "" && req.GetResponseNonce() != w.nonce {
-					s.log.Debug("stale SotW request ignored", "stream", id, "type", clip(shortType(typeURL)))
+					s.log.Debug("stale SotW request ignored", "stream", id, "type", limits.Clip(snapshot.ShortType(typeURL)))
 					continue
 				}
 				w.cancel()
 				if err := sendAllExcept(typeURL); err != nil {
 					return err
 				}
-				w.sub.setSotw(req.GetResourceNames())
+				w.sub.SetSotw(req.GetResourceNames())
 			}
 			if err := s.limitSubscription(streamKey{id: id}, typeURL, w.sub); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"google.golang.org/grpc"
@@ -62,7 +63,7 @@ func TestUpstreamSecretsAreServedByName(t *testing.T) {
 	}
 	a.ack(sds)
 	a.barrier()
-	if err := h.snapshot(nodeID("a")).consistent(); err != nil {
+	if err := h.snapshot(nodeID("a")).Consistent(); err != nil {
 		t.Error(err)
 	}
 
@@ -73,8 +74,8 @@ func TestUpstreamSecretsAreServedByName(t *testing.T) {
 	if sds := b.next(resource.SecretType); len(sds.GetResources()) != 0 {
 		t.Errorf("unauthenticated proxy was sent %d upstream secrets", len(sds.GetResources()))
 	}
-	if v := h.snapshot(nodeID("b")); len(v.sets[sdsIdx].items) != 0 {
-		t.Errorf("unauthenticated proxy's view holds %d secrets", len(v.sets[sdsIdx].items))
+	if v := h.snapshot(nodeID("b")); len(v.Sets[snapshot.SDS].Items) != 0 {
+		t.Errorf("unauthenticated proxy's view holds %d secrets", len(v.Sets[snapshot.SDS].Items))
 	}
 }
 
@@ -110,7 +111,7 @@ func TestDestinationRuleCredentialsSplitGroupsByIdentity(t *testing.T) {
 			dial(t, h.addr, node(p.id, p.ns), p.opts...).syncAll()
 		}
 		byID := map[string]string{}
-		for _, p := range h.s.adsz(nil).Proxies {
+		for _, p := range h.s.Adsz(nil).Proxies {
 			byID[p.ID] = p.GatewayGroup
 		}
 		out := make([]string, len(proxies))

@@ -10,6 +10,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -50,8 +52,7 @@ func reviewsPool(t *testing.T, got map[string]*discoveryv3.DiscoveryResponse) ui
 // the other proxies keep sharing the push's; a push of routing changes
 // alone keeps both right.
 func TestNamespaceViewsGetTheirOwnClusters(t *testing.T) {
-	h := newHarness(t, newTestStore(append(base(), tenantRule())...))
-	h.s.gen = CoreGenerator{}
+	h := newHarnessWith(t, newTestStore(append(base(), tenantRule())...), func(o *Options) { o.Generator = core.DefaultGenerator{} })
 	h.syncAndWait()
 	sys := h.connect(nodeID("sys"), ingressLabels)
 	ten := dial(t, h.addr, node("router~10.0.0.2~gw.tenant~tenant.svc.cluster.local", "tenant"))
@@ -62,13 +63,13 @@ func TestNamespaceViewsGetTheirOwnClusters(t *testing.T) {
 		t.Errorf("tenant's gateway has maxConnections %d, want its namespace's rule (1)", n)
 	}
 	groups := map[string]string{}
-	for _, p := range h.s.adsz(nil).Proxies {
+	for _, p := range h.s.Adsz(nil).Proxies {
 		groups[p.ID] = p.GatewayGroup
 	}
 	if g := groups["router~10.0.0.2~gw.tenant~tenant.svc.cluster.local"]; !strings.HasSuffix(g, "/view/tenant") || g == groups[nodeID("sys")] {
 		t.Errorf("groups %v: tenant's gateway wants its own, keyed /view/tenant", groups)
 	}
-	if h.snapshot(nodeID("sys")).sets[cdsIdx] != h.s.state.clusters {
+	if h.snapshot(nodeID("sys")).Sets[snapshot.CDS] != h.s.state.Clusters {
 		t.Error("the istio-system gateway no longer shares the push's clusters")
 	}
 
@@ -81,7 +82,7 @@ func TestNamespaceViewsGetTheirOwnClusters(t *testing.T) {
 	h.s.pushMu.Lock()
 	defer h.s.pushMu.Unlock()
 	v := h.snapshot("router~10.0.0.2~gw.tenant~tenant.svc.cluster.local")
-	if sv := h.s.state.views["tenant"]; sv == nil || v.sets[cdsIdx] != sv.clusters || v.sets[cdsIdx] == h.s.state.clusters {
+	if sv := h.s.state.Views["tenant"]; sv == nil || v.Sets[snapshot.CDS] != sv.Clusters || v.Sets[snapshot.CDS] == h.s.state.Clusters {
 		t.Error("after a routing push, tenant's gateway does not have its view's clusters")
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/push"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -49,7 +52,7 @@ func TestWarmUpTranslatesEachSelectorsGatewaysBeforeAnyProxy(t *testing.T) {
 		t.Errorf("gateway translations before any proxy = %v, want 0", n)
 	}
 	h.s.mu.Lock()
-	groups := len(h.s.state.groups)
+	groups := len(h.s.state.Groups)
 	h.s.mu.Unlock()
 	if groups != 0 {
 		t.Errorf("the warm-up made %d groups, want none (a group waits for its proxy)", groups)
@@ -92,20 +95,20 @@ func TestWarmUpPanicLeavesThePushAndProxiesAlone(t *testing.T) {
 // those of a server that did not warm up.
 func TestWarmUpLetsTheFirstProxyReuseRoutes(t *testing.T) {
 	const services = 50
-	build := func(warm bool) (*DiscoveryServer, *group) {
+	build := func(warm bool) (*DiscoveryServer, *push.Group) {
 		s := NewDiscoveryServer(Options{Store: newTestStore(benchWorkload(services)...), Registry: prometheus.NewRegistry(),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WarmGateways: warm})
 		s.push(&model.PushRequest{Full: true, Reasons: map[string]int{"test": 1}})
-		routes := s.gen.(CoreGenerator).Caches.Routes
+		routes := s.tr.Generator().(core.DefaultGenerator).Caches.Routes
 		before := routes.Stats()
 		if want := map[bool]int{true: services, false: 0}[warm]; before.Translations != want {
 			t.Fatalf("warm-up %v: %d VirtualServices translated before any proxy, want %d", warm, before.Translations, want)
 		}
 		s.pushMu.Lock()
-		g, created := s.groupFor(s.state, &model.Proxy{ID: nodeID("gw"), Type: model.Router, Namespace: "istio-system", Labels: ingressLabels})
+		g, created := s.tr.GroupFor(s.state, s.state, &model.Proxy{ID: nodeID("gw"), Type: model.Router, Namespace: "istio-system", Labels: ingressLabels})
 		s.pushMu.Unlock()
-		if !created || g.view == nil {
-			t.Fatalf("warm-up %v: group created %v, view %v", warm, created, g.view)
+		if !created || g.View == nil {
+			t.Fatalf("warm-up %v: group created %v, view %v", warm, created, g.View)
 		}
 		after := routes.Stats()
 		if warm && (after.Translations != before.Translations || after.Reused-before.Reused != services) {
@@ -116,32 +119,32 @@ func TestWarmUpLetsTheFirstProxyReuseRoutes(t *testing.T) {
 	}
 	_, warm := build(true)
 	_, cold := build(false)
-	for _, pair := range [][2]*typeSet{{warm.listeners, cold.listeners}, {warm.routes, cold.routes}} {
+	for _, pair := range [][2]*snapshot.TypeSet{{warm.View.Sets[snapshot.LDS], cold.View.Sets[snapshot.LDS]}, {warm.View.Sets[snapshot.RDS], cold.View.Sets[snapshot.RDS]}} {
 		w, c := pair[0], pair[1]
-		if w.version != c.version || len(w.items) != len(c.items) {
-			t.Fatalf("warmed set version %s (%d items), cold %s (%d items)", w.version, len(w.items), c.version, len(c.items))
+		if w.Version != c.Version || len(w.Items) != len(c.Items) {
+			t.Fatalf("warmed set version %s (%d items), cold %s (%d items)", w.Version, len(w.Items), c.Version, len(c.Items))
 		}
-		for i := range w.items {
-			if !bytes.Equal(w.items[i].any.GetValue(), c.items[i].any.GetValue()) {
-				t.Errorf("%s differs after a warm-up", w.items[i].name)
+		for i := range w.Items {
+			if !bytes.Equal(w.Items[i].Any.GetValue(), c.Items[i].Any.GetValue()) {
+				t.Errorf("%s differs after a warm-up", w.Items[i].Name)
 			}
 		}
 	}
 }
 
 // Gateways sharing a selector are warmed once, and a push warms at most
-// maxWarmGroups gateway configurations however many selectors there are.
+// push.MaxWarmGroups gateway configurations however many selectors there are.
 func TestWarmUpIsBounded(t *testing.T) {
 	var cfgs []config.Config
-	for i := range maxWarmGroups + 4 {
+	for i := range push.MaxWarmGroups + 4 {
 		sel := map[string]string{"app": "gw-" + strconv.Itoa(i)}
 		cfgs = append(cfgs, gateway("istio-system", "gw-"+strconv.Itoa(i), sel, 80, "*"),
 			gateway("istio-system", "gw-"+strconv.Itoa(i)+"-b", sel, 81, "*"))
 	}
 	h := newHarnessWith(t, newTestStore(cfgs...), warmOn)
 	h.syncAndWait()
-	if n := h.metric("wayfinder_translations_total", "what", "gateway-warm"); n != maxWarmGroups {
-		t.Errorf("gateway-warm translations = %v, want %d", n, maxWarmGroups)
+	if n := h.metric("wayfinder_translations_total", "what", "gateway-warm"); n != push.MaxWarmGroups {
+		t.Errorf("gateway-warm translations = %v, want %d", n, push.MaxWarmGroups)
 	}
 	for _, key := range h.gen.translatedGroups() {
 		if n := len(slices.DeleteFunc(h.gen.translatedGroups(), func(k string) bool { return k != key })); n != 1 {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
 )
 
@@ -104,7 +105,7 @@ func TestSotwResponsesSerializedOnceForAllStreams(t *testing.T) {
 		for _, f := range frames {
 			resp := got[i][f.GetTypeUrl()]
 			if f.GetNonce() == "" || !proto.Equal(f, resp) {
-				t.Errorf("stream %d %s: received %v, client decoded %v", i, shortType(f.GetTypeUrl()), f, resp)
+				t.Errorf("stream %d %s: received %v, client decoded %v", i, snapshot.ShortType(f.GetTypeUrl()), f, resp)
 			}
 		}
 		// Identical content apart from the nonce.
@@ -113,7 +114,7 @@ func TestSotwResponsesSerializedOnceForAllStreams(t *testing.T) {
 			b := proto.Clone(got[0][f.GetTypeUrl()]).(*discovery.DiscoveryResponse)
 			a.Nonce, b.Nonce = "", ""
 			if !proto.Equal(a, b) {
-				t.Errorf("stream %d %s differs from stream 0's", i, shortType(f.GetTypeUrl()))
+				t.Errorf("stream %d %s differs from stream 0's", i, snapshot.ShortType(f.GetTypeUrl()))
 			}
 		}
 	}
@@ -171,22 +172,22 @@ func TestAdscReadsSharedResponses(t *testing.T) {
 		for typ, f := range last {
 			ts := st.Types[typ]
 			if ts.Nonce != f.GetNonce() || ts.Version != f.GetVersionInfo() || f.GetNonce() == "" {
-				t.Errorf("client %d %s: ACKed version %q nonce %q, sent %q %q", i, shortType(typ), ts.Version, ts.Nonce, f.GetVersionInfo(), f.GetNonce())
+				t.Errorf("client %d %s: ACKed version %q nonce %q, sent %q %q", i, snapshot.ShortType(typ), ts.Version, ts.Nonce, f.GetVersionInfo(), f.GetNonce())
 			}
 			if ts.NACKs != 0 {
-				t.Errorf("client %d NACKed %s", i, shortType(typ))
+				t.Errorf("client %d NACKed %s", i, snapshot.ShortType(typ))
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(st.Clusters)) {
-			r := v.set(resource.ClusterType).byName[name]
+			r := v.Set(resource.ClusterType).ByName[name]
 			want := &cluster.Cluster{}
-			if r == nil || anypb.UnmarshalTo(r.any, want, proto.UnmarshalOptions{}) != nil || !proto.Equal(want, st.Clusters[name]) {
+			if r == nil || anypb.UnmarshalTo(r.Any, want, proto.UnmarshalOptions{}) != nil || !proto.Equal(want, st.Clusters[name]) {
 				t.Errorf("client %d cluster %s differs from the view", i, name)
 			}
 		}
-		if len(st.Clusters) != len(v.set(resource.ClusterType).items) || len(st.Routes) != len(v.set(resource.RouteType).items) {
+		if len(st.Clusters) != len(v.Set(resource.ClusterType).Items) || len(st.Routes) != len(v.Set(resource.RouteType).Items) {
 			t.Errorf("client %d holds %d clusters, %d routes; view has %d, %d", i, len(st.Clusters), len(st.Routes),
-				len(v.set(resource.ClusterType).items), len(v.set(resource.RouteType).items))
+				len(v.Set(resource.ClusterType).Items), len(v.Set(resource.RouteType).Items))
 		}
 	}
 	for _, typ := range []string{"cds", "eds", "lds", "rds"} {
@@ -235,7 +236,7 @@ func TestDeltaResponsesSerializedOnceForAllStreams(t *testing.T) {
 		}
 		for _, f := range frames {
 			if f.GetNonce() == "" {
-				t.Errorf("stream %d: %s response without nonce", i, shortType(f.GetTypeUrl()))
+				t.Errorf("stream %d: %s response without nonce", i, snapshot.ShortType(f.GetTypeUrl()))
 			}
 		}
 		if removed := frames[4].GetRemovedResources(); !slices.Equal(removed, []string{ratingsCDS}) {
@@ -247,20 +248,20 @@ func TestDeltaResponsesSerializedOnceForAllStreams(t *testing.T) {
 // A response without a body (or one changed after its body was cut) is
 // marshaled as usual: no frame is made for it.
 func TestFrameOnlyForUnchangedCacheResponses(t *testing.T) {
-	ts := newTypeSet(nil)
+	ts := snapshot.NewTypeSet(nil)
 	foreign := &discovery.DiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "1"}
-	if f, err := sotwFrame(nil, foreign); f != nil || err != nil {
+	if f, err := snapshot.SotwFrame(nil, foreign); f != nil || err != nil {
 		t.Errorf("frame for a response without a body: %v %v", f, err)
 	}
-	resp := &discovery.DiscoveryResponse{VersionInfo: ts.version, TypeUrl: resource.ClusterType}
-	b := ts.sotwBody(resource.ClusterType, nil, nil)
+	resp := &discovery.DiscoveryResponse{VersionInfo: ts.Version, TypeUrl: resource.ClusterType}
+	b := ts.SotwBody(resource.ClusterType, nil, nil)
 	resp.VersionInfo = "changed"
-	if f, err := sotwFrame(b, resp); f != nil || err != nil {
+	if f, err := snapshot.SotwFrame(b, resp); f != nil || err != nil {
 		t.Errorf("frame for a changed response: %v %v", f, err)
 	}
-	resp.VersionInfo = ts.version
+	resp.VersionInfo = ts.Version
 	resp.Nonce = "7"
-	f, err := sotwFrame(b, resp)
+	f, err := snapshot.SotwFrame(b, resp)
 	if err != nil || f == nil {
 		t.Fatalf("no frame for the cache's response: %v", err)
 	}
@@ -274,27 +275,27 @@ func TestFrameOnlyForUnchangedCacheResponses(t *testing.T) {
 // body, is what proto.Size gives, nonce included, in both protocols.
 func TestBodySizeIsProtoSize(t *testing.T) {
 	anys := []*anypb.Any{{TypeUrl: "type.googleapis.com/x", Value: []byte("abc")}, {TypeUrl: "type.googleapis.com/y", Value: make([]byte, 300)}}
-	cur := newTypeSet(nil)
+	cur := snapshot.NewTypeSet(nil)
 	for _, nonce := range []string{"", "1", strings.Repeat("7", 200)} {
 		r := &discovery.DiscoveryResponse{VersionInfo: "v1", TypeUrl: "t", Resources: anys}
-		b := cur.sotwBody("t", anys, nil)
+		b := cur.SotwBody("t", anys, nil)
 		r.Nonce = nonce
-		if got, want := sotwSize(b, r), proto.Size(r); got != want {
+		if got, want := snapshot.SotwSize(b, r), proto.Size(r); got != want {
 			t.Errorf("SotW nonce %q: size %d, want %d", nonce, got, want)
 		}
 		deltas := []*discovery.Resource{{Name: "a", Version: "h", Resource: anys[0]}}
 		d := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: "v1", TypeUrl: "t", Resources: deltas, RemovedResources: []string{"gone"}}
-		db := cur.deltaBody("t", deltas, []string{"gone"}, nil)
+		db := cur.DeltaBody("t", deltas, []string{"gone"}, nil)
 		d.Nonce = nonce
-		if got, want := deltaSize(db, d), proto.Size(d); got != want {
+		if got, want := snapshot.DeltaSize(db, d), proto.Size(d); got != want {
 			t.Errorf("delta nonce %q: size %d, want %d", nonce, got, want)
 		}
 	}
 	// A response changed after the cache built it is measured as it is.
 	r := &discovery.DiscoveryResponse{VersionInfo: "v1", TypeUrl: "t", Resources: anys}
-	b := cur.sotwBody("t", anys, nil)
+	b := cur.SotwBody("t", anys, nil)
 	r.VersionInfo = "changed"
-	if got, want := sotwSize(b, r), proto.Size(r); got != want {
+	if got, want := snapshot.SotwSize(b, r), proto.Size(r); got != want {
 		t.Errorf("changed response: size %d, want %d", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"crypto/sha256"
+	_ "embed" // gatewayapi_schemas.json
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/yaml"
 
-	"github.com/wayfinder-dev/wayfinder/manifests"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -156,9 +155,16 @@ func (o *object) versionOf() string {
 }
 
 // gatewayAPISchemas are the spec schemas of the CRDs of
-// manifests/crds/gateway-api (embedded: the very files users apply), by
-// "Kind/version", loaded once on first use.
+// manifests/crds/gateway-api (the very files users apply), by
+// "Kind/version", decoded and compiled once on first use. They are
+// generated from those CRDs into gatewayapi_schemas.json, pruned to what
+// openAPISchema checks, so that binaries embed 51 KB rather than the CRDs;
+// TestGatewayAPISchemasUpToDate fails when the file is stale.
 var gatewayAPISchemas = sync.OnceValues(loadGatewayAPISchemas)
+
+//go:generate go run ./internal/crdschema/gen -crds ../../../manifests/crds/gateway-api -out gatewayapi_schemas.json
+//go:embed gatewayapi_schemas.json
+var gatewayAPISchemasJSON []byte
 
 func gatewayAPISchema(kind, version string) (*openAPISchema, error) {
 	all, err := gatewayAPISchemas()
@@ -173,39 +179,24 @@ func gatewayAPISchema(kind, version string) (*openAPISchema, error) {
 }
 
 func loadGatewayAPISchemas() (map[string]*openAPISchema, error) {
-	out := map[string]*openAPISchema{}
-	docs, err := manifests.GatewayAPICRDs()
+	out, err := decodeGatewayAPISchemas(gatewayAPISchemasJSON)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range docs {
-		data := d.YAML
-		var crd struct {
-			Spec struct {
-				Names    struct{ Kind string } `json:"names"`
-				Versions []struct {
-					Name   string `json:"name"`
-					Served bool   `json:"served"`
-					Schema struct {
-						OpenAPIV3Schema openAPISchema `json:"openAPIV3Schema"`
-					} `json:"schema"`
-				} `json:"versions"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			return nil, fmt.Errorf("gateway API CRD %s: %w", d, err)
-		}
-		for _, v := range crd.Spec.Versions {
-			if !v.Served {
-				continue
-			}
-			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
-			if spec == nil {
-				continue
-			}
-			spec.compile()
-			out[crd.Spec.Names.Kind+"/"+v.Name] = spec
-		}
+	for _, s := range out {
+		s.compile()
 	}
 	return out, nil
+}
+
+// decodeGatewayAPISchemas decodes the generated file's schemas, by
+// "Kind/version", without compiling their patterns.
+func decodeGatewayAPISchemas(data []byte) (map[string]*openAPISchema, error) {
+	var file struct {
+		Schemas map[string]*openAPISchema `json:"schemas"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("gateway API schemas: %w", err)
+	}
+	return file.Schemas, nil
 }

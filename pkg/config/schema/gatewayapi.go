@@ -11,7 +11,7 @@ const GatewayAPIGroup = "gateway.networking.k8s.io"
 // GatewayAPIKind describes one Kubernetes Gateway API kind Wayfinder reads.
 // These are not config Kinds: they have no proto spec and the push
 // context never reads them. The Gateway API source converts them into
-// Gateways and VirtualServices (pilot/pkg/config/kube/gateway); this table
+// Gateways and VirtualServices (pilot/pkg/config/gatewayapi); this table
 // is the one place their names are spelled, for the file parser and the
 // Kubernetes watches.
 type GatewayAPIKind struct {

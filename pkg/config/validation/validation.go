@@ -10,7 +10,6 @@ package validation
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -118,14 +117,6 @@ func at(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
 // `spec.selector["app"]`. The key is always quoted, as the parser quotes
 // it, so any key (with dots, spaces or brackets) reads unambiguously.
 func key(m, k string) string { return m + "[" + strconv.Quote(k) + "]" }
-
-// enumName names an enum value for messages, or says it is unknown.
-func enumName(names map[int32]string, n int32) string {
-	if s, ok := names[n]; ok {
-		return s
-	}
-	return fmt.Sprintf("unknown value %d", n)
-}
 
 // checkEnum reports an enum value outside its declared set. protojson
 // accepts any number for a proto3 enum, so "mode: 7" reaches us.

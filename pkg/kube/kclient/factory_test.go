@@ -14,6 +14,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // TestFactoryStartsSharesAndStopsInformers: one informer per kind however
@@ -59,16 +60,10 @@ func TestFactoryStartsSharesAndStopsInformers(t *testing.T) {
 	if _, err := cs.CoreV1().Services("a").Create(ctx, svc("a", "api", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := f.Services().Lister().Services("a").Get("api"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a Service created after sync never reached the cache")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, "a Service created after sync to reach the cache", func() bool {
+		_, err := f.Services().Lister().Services("a").Get("api")
+		return err == nil
+	}, poll.Timeout(10*time.Second), poll.Interval(10*time.Millisecond))
 	f.Shutdown()
 	close(stop)
 	f.Start(stop) // after Shutdown: nothing starts

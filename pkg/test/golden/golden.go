@@ -1,6 +1,8 @@
 // Package golden runs golden-file tests: each testdata/<case>.in.yaml is
-// turned into output that must equal testdata/<case>.golden.yaml. With
-// update set, goldens are rewritten and those whose input is gone deleted.
+// turned into output that must equal testdata/<case>.golden.yaml (Run), or
+// each folder testdata/<case>/ into output that must equal a golden file
+// beside it (RunDirs, for inputs that span several files). With update
+// set, goldens are rewritten and those whose input is gone deleted.
 package golden
 
 import (
@@ -39,25 +41,72 @@ func Run(t *testing.T, dir string, update bool, produce Produce) {
 			if again := produce(t, file, data); !bytes.Equal(got, again) {
 				t.Errorf("two translations of the same input differ:\n%s", FirstDiff(got, again))
 			}
-			golden := filepath.Join(dir, name+".golden.yaml")
-			if update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run make golden, or this test with -update, to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, FirstDiff(want, got))
-			}
+			compare(t, filepath.Join(dir, name+".golden.yaml"), got, update)
 		})
 	}
-	goldens, _ := filepath.Glob(filepath.Join(dir, "*.golden.yaml"))
+	sweep(t, dir, ".golden.yaml", cases, update)
+}
+
+// ProduceDir turns one case folder into the output to compare.
+type ProduceDir func(t *testing.T, caseDir string) []byte
+
+// RunDirs runs a subtest per folder dir/<case>/, whose output must equal
+// dir/<case><suffix> (suffix such as ".golden.txt"): for inputs whose
+// output names their files and lines, so they cannot be one file. As in
+// Run, each case is produced twice and the outputs must be identical.
+func RunDirs(t *testing.T, dir, suffix string, update bool, produce ProduceDir) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		cases[name] = true
+		t.Run(name, func(t *testing.T) {
+			caseDir := filepath.Join(dir, name)
+			got := produce(t, caseDir)
+			if again := produce(t, caseDir); !bytes.Equal(got, again) {
+				t.Errorf("two runs over the same input differ:\n%s", FirstDiff(got, again))
+			}
+			compare(t, filepath.Join(dir, name+suffix), got, update)
+		})
+	}
+	if len(cases) == 0 {
+		t.Fatalf("no case folders in %s", dir)
+	}
+	sweep(t, dir, suffix, cases, update)
+}
+
+// compare checks got against the golden file, or writes it with update.
+func compare(t *testing.T, golden string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run make golden, or this test with -update, to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, FirstDiff(want, got))
+	}
+}
+
+// sweep reports goldens in dir whose case is gone, or deletes them with
+// update.
+func sweep(t *testing.T, dir, suffix string, cases map[string]bool, update bool) {
+	t.Helper()
+	goldens, _ := filepath.Glob(filepath.Join(dir, "*"+suffix))
 	for _, g := range goldens {
-		if cases[strings.TrimSuffix(filepath.Base(g), ".golden.yaml")] {
+		if cases[strings.TrimSuffix(filepath.Base(g), suffix)] {
 			continue
 		}
 		if update {

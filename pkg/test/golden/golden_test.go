@@ -40,3 +40,41 @@ func TestFirstDiff(t *testing.T) {
 		t.Errorf("equal %q", got)
 	}
 }
+
+func TestRunDirsWritesThenCompares(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"a/one.yaml": "1\n", "a/two.yaml": "2\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := filepath.Join(dir, "gone.golden.txt")
+	if err := os.WriteFile(stale, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The output names the case folder's files, in order.
+	list := func(t *testing.T, caseDir string) []byte {
+		entries, err := os.ReadDir(caseDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		for _, e := range entries {
+			out = append(out, e.Name()+"\n"...)
+		}
+		return out
+	}
+
+	RunDirs(t, dir, ".golden.txt", true, list)
+	got, err := os.ReadFile(filepath.Join(dir, "a.golden.txt"))
+	if err != nil || string(got) != "one.yaml\ntwo.yaml\n" {
+		t.Fatalf("update wrote %q, %v", got, err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("update kept the golden without a case folder: %v", err)
+	}
+	RunDirs(t, dir, ".golden.txt", false, list)
+}

@@ -4,15 +4,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
 )
 
 // addLimitFlags adds the flags of bootstrap.Limits; defaults are shown
-// from bootstrap.DefaultLimits and xds.DefaultLimits. Negative values turn
+// from bootstrap.DefaultLimits and limits.Defaults. Negative values turn
 // an ADS limit off.
 func addLimitFlags(cmd *cobra.Command, l *bootstrap.Limits) {
 	f := cmd.Flags()
-	g, x := bootstrap.DefaultLimits, xds.DefaultLimits
+	g, x := bootstrap.DefaultLimits, limits.Defaults
 	f.IntVar(&l.MaxRecvMsgBytes, "grpc-max-recv-msg-size", g.MaxRecvMsgBytes, "largest message (bytes) a client may send")
 	f.Uint32Var(&l.MaxStreamsPerConnection, "grpc-max-streams-per-connection", g.MaxStreamsPerConnection, "concurrent streams per client connection (HTTP/2 MaxConcurrentStreams)")
 	f.DurationVar(&l.KeepaliveTime, "grpc-keepalive-time", g.KeepaliveTime, "ping a connection idle this long")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,20 +26,14 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/bootstrap"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/cli"
 	"github.com/wayfinder-dev/wayfinder/pkg/adsc"
-	"github.com/wayfinder-dev/wayfinder/tests/testenv"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/serverenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const configYAML = `
-apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata: {name: public, namespace: istio-system}
-spec:
-  selector: {istio: ingressgateway}
-  servers:
-  - {name: http, port: {number: 80, name: http, protocol: HTTP}, hosts: ["*/*"]}
----
+const configYAML = objects.PublicGatewayYAML + `---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: reviews, namespace: default}
@@ -77,17 +72,17 @@ var gwLabels = map[string]string{"istio": "ingressgateway"}
 func server(t *testing.T) (*bootstrap.Server, *adsc.Client, *adsc.Client) {
 	t.Helper()
 	dir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(dir, "config.yaml"), configYAML)
-	s := testenv.StartServer(t, bootstrap.Options{ConfigDir: dir, PodName: "pilot-0"})
-	good := testenv.Gateway(t, s.GRPCAddr().String(), "gw-good", gwLabels, nil)
-	picky := testenv.Gateway(t, s.GRPCAddr().String(), "gw-picky", gwLabels, func(typeURL string, _ []*anypb.Any) error {
+	serverenv.WriteFile(t, filepath.Join(dir, "config.yaml"), configYAML)
+	s := serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir, PodName: "pilot-0"})
+	good := serverenv.Gateway(t, s.GRPCAddr().String(), "gw-good", gwLabels, nil)
+	picky := serverenv.Gateway(t, s.GRPCAddr().String(), "gw-picky", gwLabels, func(typeURL string, _ []*anypb.Any) error {
 		if typeURL == adsc.RouteType {
 			return errors.New("test proxy refuses routes")
 		}
 		return nil
 	})
-	testenv.WaitFor(t, good, "routes", testenv.WaitTimeout, func(st adsc.State) bool { return len(st.Names(adsc.RouteType)) > 0 })
-	testenv.WaitFor(t, picky, "route NACK", testenv.WaitTimeout, func(st adsc.State) bool { return st.Types[adsc.RouteType].NACKs > 0 })
+	serverenv.WaitFor(t, good, "routes", serverenv.WaitTimeout, func(st adsc.State) bool { return len(st.Names(adsc.RouteType)) > 0 })
+	serverenv.WaitFor(t, picky, "route NACK", serverenv.WaitTimeout, func(st adsc.State) bool { return st.Types[adsc.RouteType].NACKs > 0 })
 	return s, good, picky
 }
 
@@ -95,7 +90,7 @@ func server(t *testing.T) (*bootstrap.Server, *adsc.Client, *adsc.Client) {
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.WaitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), serverenv.WaitTimeout)
 	defer cancel()
 	err := app.Execute(ctx, app.NewRootCommand(&out), args...)
 	return out.String(), err
@@ -105,17 +100,13 @@ func run(t *testing.T, args ...string) (string, error) {
 // learns of an ACK a moment after the client sends it.
 func eventually(t *testing.T, check func(string) bool, args ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(testenv.WaitTimeout)
-	for {
-		out, err := run(t, args...)
-		if err == nil && check(out) {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wayfinder %s: err %v, output:\n%s", strings.Join(args, " "), err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var out string
+	poll.Seen(t, "wayfinder "+strings.Join(args, " "), func() (string, bool) {
+		var err error
+		out, err = run(t, args...)
+		return fmt.Sprintf("err %v, output:\n%s", err, out), err == nil && check(out)
+	}, poll.Timeout(serverenv.WaitTimeout), poll.Interval(20*time.Millisecond))
+	return out
 }
 
 func line(out, substr string) string {
@@ -209,8 +200,8 @@ func TestProxyConfig(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	dir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(dir, "config.yaml"), configYAML)
-	s := testenv.StartServer(t, bootstrap.Options{ConfigDir: dir, PodName: "pilot-0"})
+	serverenv.WriteFile(t, filepath.Join(dir, "config.yaml"), configYAML)
+	s := serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir, PodName: "pilot-0"})
 	out, err := run(t, "version", "--debug-addr="+s.HTTPAddr().String())
 	if err != nil || !strings.Contains(out, "client version: ") || !strings.Contains(line(out, "server version:"), "replica pilot-0") {
 		t.Errorf("version: err %v\n%s", err, out)
@@ -226,8 +217,8 @@ func TestVersion(t *testing.T) {
 // each request.
 func TestTokenFile(t *testing.T) {
 	dir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(dir, "config.yaml"), configYAML)
-	s := testenv.StartServer(t, bootstrap.Options{ConfigDir: dir})
+	serverenv.WriteFile(t, filepath.Join(dir, "config.yaml"), configYAML)
+	s := serverenv.StartServer(t, bootstrap.Options{ConfigDir: dir})
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -43,7 +43,7 @@ type Options struct {
 func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) []*config.Error {
 	store := memory.New(configs)
 	push := model.NewScopedPushContext(model.Scoping{DomainSuffix: opts.DomainSuffix}, store, opts.Registries...)
-	gen := xds.CoreGenerator{}
+	gen := core.DefaultGenerator{}
 	all := slices.Clone(sourceErrs)
 	all = append(all, push.Errors...)
 	all = append(all, gen.BuildServices(push).Errors...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,40 +50,17 @@ func format(f analysis.Finding) string {
 // Each folder testdata/<case>/ is analyzed; its findings must equal
 // testdata/<case>.golden.txt. `make golden` rewrites them.
 func TestGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/*")
+	entries, err := os.ReadDir("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, dir := range dirs {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			continue
-		}
-		n++
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			_, got := analyze(t, dir, analysis.Options{})
-			if _, again := analyze(t, dir, analysis.Options{}); again != got {
-				t.Fatalf("two analyses differ:\n%s", golden.FirstDiff([]byte(got), []byte(again)))
-			}
-			file := dir + ".golden.txt"
-			if *update {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if string(want) != got {
-				t.Errorf("findings differ from %s (run with -update if intended):\n%s", file, golden.FirstDiff(want, []byte(got)))
-			}
-		})
-	}
-	if n < 3 {
+	if n := len(slices.DeleteFunc(entries, func(e os.DirEntry) bool { return !e.IsDir() })); n < 3 {
 		t.Fatalf("found %d cases under testdata", n)
 	}
+	golden.RunDirs(t, "testdata", ".golden.txt", *update, func(t *testing.T, dir string) []byte {
+		_, got := analyze(t, dir, analysis.Options{})
+		return []byte(got)
+	})
 }
 
 // A clean folder has no findings; each broken object is found at the line

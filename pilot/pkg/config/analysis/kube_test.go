@@ -12,10 +12,10 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/analysis"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
-	"github.com/wayfinder-dev/wayfinder/tests/kube/harness"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/apiserver"
 )
 
-var cluster harness.Shared
+var cluster apiserver.Shared
 
 func TestMain(m *testing.M) {
 	code := cluster.Run(m)
@@ -70,7 +70,7 @@ spec:
 	for _, d := range docs {
 		raw = append(raw, []byte(strings.ReplaceAll(d, "NS", ns)))
 	}
-	if _, err := c.Apply(ctx, harness.ApplyOptions{}, raw...); err != nil {
+	if _, err := c.Apply(ctx, apiserver.ApplyOptions{}, raw...); err != nil {
 		t.Fatal(err)
 	}
 	configs, errs, reg, err := analysis.LoadCluster(ctx, analysis.ClusterOptions{RESTConfig: c.RESTConfig(), Namespaces: []string{ns}})

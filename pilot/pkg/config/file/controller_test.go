@@ -11,6 +11,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestNewRejectsBadDir(t *testing.T) {
@@ -157,7 +158,7 @@ func TestSymlinkedDirAndFiles(t *testing.T) {
 	if err := os.Symlink(real, filepath.Join(links, "dirlink")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Options{Dir: links, validate: testValidate})
+	c, err := New(Options{Dir: links, validate: objects.ValidateByLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestSymlinkedDirAndFiles(t *testing.T) {
 	if err := os.Symlink(real, rootLink); err != nil {
 		t.Fatal(err)
 	}
-	c, err = New(Options{Dir: rootLink, validate: testValidate})
+	c, err = New(Options{Dir: rootLink, validate: objects.ValidateByLabel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package file
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +19,8 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/logbuf"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,42 +28,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // timeout bounds every wait; events normally arrive in milliseconds.
 const timeout = 20 * time.Second
 
-// invalidLabel marks an object the test validator rejects; its value is
-// the field named in the error. The real validator is being written
-// elsewhere, and these tests are about the controller, not the rules.
-const invalidLabel = "test.wayfinder.dev/invalid-field"
-
-func testValidate(c config.Config) error {
-	if field, ok := c.Labels[invalidLabel]; ok {
-		return errors.Join(config.FieldErrorf(field, "rejected by the test validator"))
-	}
-	return nil
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is one controller over a temp directory.
 type env struct {
 	t    *testing.T
 	dir  string
 	c    *Controller
-	logs *syncBuffer
+	logs *logbuf.Buffer
 	stop func()
 	// scans receives a value after every scan.
 	scans chan struct{}
@@ -73,7 +43,7 @@ type env struct {
 // controller over it; tweak may adjust the options first.
 func newEnv(t *testing.T, files map[string]string, tweak func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}, scans: make(chan struct{}, 1000)}
+	e := &env{t: t, dir: t.TempDir(), logs: &logbuf.Buffer{}, scans: make(chan struct{}, 1000)}
 	// A failed test shows what the controller logged: a watch it could
 	// not add, a file it could not read.
 	t.Cleanup(func() {
@@ -87,7 +57,7 @@ func newEnv(t *testing.T, files map[string]string, tweak func(*Options)) *env {
 	opts := Options{
 		Dir:      e.dir,
 		Logger:   slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		validate: testValidate,
+		validate: objects.ValidateByLabel,
 		scanned: func() {
 			select {
 			case e.scans <- struct{}{}:
@@ -331,7 +301,7 @@ spec:
 
 // invalid marks a manifest for rejection by the test validator.
 func invalid(manifest, field string) string {
-	return strings.Replace(manifest, "metadata:\n", fmt.Sprintf("metadata:\n  labels:\n    %s: %q\n", invalidLabel, field), 1)
+	return strings.Replace(manifest, "metadata:\n", fmt.Sprintf("metadata:\n  labels:\n    %s: %q\n", objects.InvalidLabel, field), 1)
 }
 
 func docs(manifests ...string) string { return strings.Join(manifests, "---\n") }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // scanCounts reads how many scans walked the tree and how many read only
@@ -23,16 +24,12 @@ func (e *env) scanCounts() (walked, named int) {
 // walked it once before) and returns the count.
 func (e *env) startupWalks() int {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if walked, _ := e.scanCounts(); walked >= 2 {
-			return walked
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatal("Run's first refresh did not walk the tree")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	var walked int
+	poll.Until(e.t, "Run's first refresh to walk the tree", func() bool {
+		walked, _ = e.scanCounts()
+		return walked >= 2
+	}, poll.Timeout(timeout), poll.Interval(time.Millisecond))
+	return walked
 }
 
 // An edit, a new file and a removed file are each taken in by reading the

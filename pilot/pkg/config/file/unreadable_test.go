@@ -1,6 +1,7 @@
 package file
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // readAsUser is os.ReadFile refusing a file no one may read, as the kernel
@@ -162,22 +164,16 @@ func TestChmodIsReportedAtOnce(t *testing.T) {
 	start := time.Now()
 	e.chmod("a.yaml", 0)
 	deadline := start.Add(timeout)
-	for len(e.problemsOf("a.yaml")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a.yaml made unreadable: not reported after %v", timeout)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, "a.yaml made unreadable to be reported", func() bool { return len(e.problemsOf("a.yaml")) > 0 },
+		poll.Timeout(time.Until(deadline)), poll.Interval(time.Millisecond))
 	t.Logf("reported %v after the chmod", time.Since(start).Round(time.Millisecond))
 	e.wantProblem("a.yaml", "permission denied")
 
 	e.chmod("a.yaml", 0o644)
-	for len(e.problemsOf("a.yaml")) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a.yaml readable again: still reported: %v", e.problemsOf("a.yaml"))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Seen(t, "a.yaml readable again to be reported no more", func() (string, bool) {
+		p := e.problemsOf("a.yaml")
+		return fmt.Sprint(p), len(p) == 0
+	}, poll.Timeout(time.Until(deadline)), poll.Interval(time.Millisecond))
 	e.barrier(rec, 0)
 	if e.c.Get(schema.Gateway, "default", "gw") == nil {
 		t.Fatal("the Gateway was removed")

@@ -8,17 +8,11 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
-func gw(ns, name string, hosts ...string) config.Config {
-	return config.Config{
-		Meta: config.Meta{Kind: schema.Gateway, Namespace: ns, Name: name},
-		Spec: &networking.Gateway{Servers: []*networking.Server{{Hosts: hosts}}},
-	}
-}
-
 func TestListSortsAndFiltersByNamespace(t *testing.T) {
-	s := New([]config.Config{gw("b", "x"), gw("a", "z"), gw("a", "y"),
+	s := New([]config.Config{objects.Gateway("b", "x"), objects.Gateway("a", "z"), objects.Gateway("a", "y"),
 		{Meta: config.Meta{Kind: schema.VirtualService, Namespace: "a", Name: "vs"}, Spec: &networking.VirtualService{}}})
 	var got []string
 	for _, c := range s.List(schema.Gateway, "") {
@@ -47,7 +41,7 @@ func TestListSortsAndFiltersByNamespace(t *testing.T) {
 // The push context sorts List's result in place (ConfigStore's contract:
 // the slice is the caller's), so sorting it must not reorder the store.
 func TestListGivesTheCallerItsOwnSlice(t *testing.T) {
-	s := New([]config.Config{gw("a", "x"), gw("a", "y"), gw("b", "z")})
+	s := New([]config.Config{objects.Gateway("a", "x"), objects.Gateway("a", "y"), objects.Gateway("b", "z")})
 	for _, ns := range []string{"", "a"} {
 		got := s.List(schema.Gateway, ns)
 		slices.Reverse(got)
@@ -59,7 +53,7 @@ func TestListGivesTheCallerItsOwnSlice(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	s := New([]config.Config{gw("a", "y"), gw("b", "x")})
+	s := New([]config.Config{objects.Gateway("a", "y"), objects.Gateway("b", "x")})
 	if c := s.Get(schema.Gateway, "b", "x"); c == nil || c.Name != "x" || c.Namespace != "b" {
 		t.Errorf("Get(b/x) = %v", c)
 	}
@@ -72,7 +66,7 @@ func TestGet(t *testing.T) {
 }
 
 func TestLaterDuplicateWins(t *testing.T) {
-	s := New([]config.Config{gw("a", "x", "old.example.com"), gw("a", "x", "new.example.com")})
+	s := New([]config.Config{objects.Gateway("a", "x", "old.example.com"), objects.Gateway("a", "x", "new.example.com")})
 	list := s.List(schema.Gateway, "")
 	if len(list) != 1 {
 		t.Fatalf("List has %d objects, want 1", len(list))
@@ -86,9 +80,9 @@ func TestWithPutsAndDeletesWithoutChangingTheOriginal(t *testing.T) {
 	vs := func(ns, name string) config.Config {
 		return config.Config{Meta: config.Meta{Kind: schema.VirtualService, Namespace: ns, Name: name}, Spec: &networking.VirtualService{}}
 	}
-	s := New([]config.Config{gw("a", "x", "old.example.com"), gw("b", "y"), vs("a", "v")})
+	s := New([]config.Config{objects.Gateway("a", "x", "old.example.com"), objects.Gateway("b", "y"), vs("a", "v")})
 	n := s.With(
-		[]config.Config{gw("a", "x", "new.example.com"), gw("a", "w"), gw("c", "z"), {Meta: config.Meta{Kind: schema.ServiceEntry, Namespace: "a", Name: "se"}, Spec: &networking.ServiceEntry{}}},
+		[]config.Config{objects.Gateway("a", "x", "new.example.com"), objects.Gateway("a", "w"), objects.Gateway("c", "z"), {Meta: config.Meta{Kind: schema.ServiceEntry, Namespace: "a", Name: "se"}, Spec: &networking.ServiceEntry{}}},
 		[]config.Key{{Kind: schema.Gateway, Namespace: "b", Name: "y"}, {Kind: schema.VirtualService, Namespace: "a", Name: "v"}, {Kind: schema.Gateway, Namespace: "q", Name: "absent"}},
 	)
 	names := func(cs []config.Config) []string {
@@ -124,7 +118,7 @@ func TestWithPutsAndDeletesWithoutChangingTheOriginal(t *testing.T) {
 
 func TestAllYieldsEveryObjectByKindThenName(t *testing.T) {
 	vs := config.Config{Meta: config.Meta{Kind: schema.VirtualService, Namespace: "a", Name: "v"}, Spec: &networking.VirtualService{}}
-	s := New([]config.Config{vs, gw("b", "y"), gw("a", "x")})
+	s := New([]config.Config{vs, objects.Gateway("b", "y"), objects.Gateway("a", "x")})
 	var got []string
 	for c := range s.All() {
 		got = append(got, c.Key().String())

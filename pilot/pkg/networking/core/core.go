@@ -4,6 +4,9 @@
 // per push for every proxy; listeners and routes depend on the Gateways
 // selecting a proxy, so BuildGateway runs once per distinct gateway
 // configuration (model.GatewayGroupKey) and is shared by every proxy in it.
+// Generator is that seam as an interface, with the result types every
+// implementation returns; DefaultGenerator is these translators behind it,
+// which the server and analysis both run.
 //
 // Everything here is a pure function of the push context: no I/O, no
 // clocks, deterministic output.

@@ -8,14 +8,13 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
-	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func gateway(name string, servers ...*networking.Server) config.Config {
-	return config.Config{
-		Meta: config.Meta{Kind: schema.Gateway, Namespace: "istio-system", Name: name, Source: name + ".yaml"},
-		Spec: &networking.Gateway{Servers: servers},
-	}
+	c := objects.GatewayServers("istio-system", name, servers...)
+	c.Source = name + ".yaml"
+	return c
 }
 
 func server(port uint32, protocol string) *networking.Server {

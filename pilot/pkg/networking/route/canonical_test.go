@@ -9,6 +9,8 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/test/poll"
 )
 
 // Routes of different VirtualServices with the same match, retries,
@@ -63,11 +65,7 @@ func TestCanonForgetsPartsNoRouteHolds(t *testing.T) {
 		t.Fatalf("%d entries, want 2", c.size())
 	}
 	m = nil
-	deadline := time.Now().Add(10 * time.Second)
-	for c.size() != 1 && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
+	gcUntil(func() bool { return c.size() == 1 })
 	if c.size() != 1 {
 		t.Fatalf("%d entries after the match was dropped, want 1", c.size())
 	}
@@ -94,13 +92,21 @@ func TestCanonShrinksAfterMostPartsGo(t *testing.T) {
 		defer c.mu.Unlock()
 		return c.peak
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.size() != 10 && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
+	gcUntil(func() bool { return c.size() == 10 })
 	if n, p := c.size(), peak(); n != 10 || p > 1024 {
 		t.Fatalf("%d entries, peak %d after all but 10 of 5,000 parts went; want 10, in a map made anew (peak at most 1,024)", n, p)
 	}
 	runtime.KeepAlive(kept)
+}
+
+// gcUntil collects garbage until cond holds or 10 s pass: a dropped part
+// leaves a canon once collected. Not fatal: the caller checks what is left.
+func gcUntil(cond func() bool) {
+	_ = poll.Wait(func() bool {
+		if cond() {
+			return true
+		}
+		runtime.GC()
+		return false
+	}, poll.Timeout(10*time.Second), poll.Interval(10*time.Millisecond))
 }

@@ -1,12 +1,10 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,41 +22,26 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/logbuf"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const timeout = 20 * time.Second
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type env struct {
 	t         *testing.T
 	client    *fake.Clientset
 	c         *Controller
 	pushes    chan *model.PushRequest
-	logs      *syncBuffer
+	logs      *logbuf.Buffer
 	sentinels int
 }
 
 func newEnv(t *testing.T, tweak func(*Options, *fake.Clientset), objs ...runtime.Object) *env {
 	t.Helper()
-	e := &env{t: t, client: fake.NewClientset(objs...), pushes: make(chan *model.PushRequest, 1000), logs: &syncBuffer{}}
+	e := &env{t: t, client: fake.NewClientset(objs...), pushes: make(chan *model.PushRequest, 1000), logs: &logbuf.Buffer{}}
 	opts := Options{Client: kclienttest.Kube(e.client), Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if tweak != nil {
 		tweak(&opts, e.client)
@@ -139,7 +122,7 @@ func pod(ns, name string, labels map[string]string) *corev1.Pod {
 }
 
 func reviewsSlice(readyV1 bool) *discoveryv1.EndpointSlice {
-	return slice("default", "reviews", "reviews-abc", []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](9080)}},
+	return objects.EndpointSlice("default", "reviews", "reviews-abc", []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](9080)}},
 		endpoint("10.1.0.1", "reviews-v1", readyV1, readyV1, false),
 		endpoint("10.1.0.2", "reviews-v2", true, true, false))
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestProtocolFromAppProtocolThenPortName(t *testing.T) {
@@ -46,19 +47,10 @@ func TestProtocolFromAppProtocolThenPortName(t *testing.T) {
 }
 
 func service(ns, name string, ports ...corev1.ServicePort) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
-		Spec:       corev1.ServiceSpec{Ports: ports, ClusterIP: "10.0.0.1"},
-	}
-}
-
-func slice(ns, svc, name string, ports []discoveryv1.EndpointPort, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-	return &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       ports,
-		Endpoints:   eps,
-	}
+	svc := objects.Service(ns, name, ports...)
+	svc.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	svc.Spec.ClusterIP = "10.0.0.1"
+	return svc
 }
 
 func endpoint(ip, pod string, ready, serving, terminating bool) discoveryv1.Endpoint {
@@ -80,13 +72,13 @@ func TestBuildServicePortsEndpointsLabelsAndLocality(t *testing.T) {
 	ready.Zone = ptr.To("zone-a")
 	unsetReady := discoveryv1.Endpoint{Addresses: []string{"10.1.0.9"}} // no conditions: ready
 	es := []*discoveryv1.EndpointSlice{
-		slice("default", "reviews", "reviews-a", ports,
+		objects.EndpointSlice("default", "reviews", "reviews-a", ports,
 			ready,
 			endpoint("10.1.0.3", "reviews-v2", false, true, true),   // serving but terminating: left out
 			endpoint("10.1.0.4", "reviews-v3", false, false, false), // not ready
 			unsetReady,
 		),
-		slice("default", "reviews", "reviews-b", ports, endpoint("10.1.0.2", "reviews-v1", true, true, false)), // duplicate address
+		objects.EndpointSlice("default", "reviews", "reviews-b", ports, endpoint("10.1.0.2", "reviews-v1", true, true, false)), // duplicate address
 	}
 	pods := map[string]*podInfo{"default/reviews-v1": {labels: map[string]string{"version": "v1"}}}
 	got, refs := buildService(svc, es, "cluster.local", func(ns, name string) *podInfo { return pods[ns+"/"+name] })
@@ -165,7 +157,7 @@ func TestSameShapeAndSameEndpoints(t *testing.T) {
 // state from the caches, so all it needs from one is which service to
 // recompute.
 func TestTombstonesNameTheirObject(t *testing.T) {
-	es := slice("default", "reviews", "reviews-abc", nil)
+	es := objects.EndpointSlice("default", "reviews", "reviews-abc", nil)
 	if keys, _ := sliceServiceKey(es); len(keys) != 1 || keys[0] != "default/reviews" {
 		t.Fatalf("sliceServiceKey = %v", keys)
 	}

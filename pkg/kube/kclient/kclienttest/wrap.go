@@ -40,14 +40,14 @@ func (k kube) IsWatchListSemanticsUnSupported() bool       { return true }
 func (i istio) IsWatchListSemanticsUnSupported() bool      { return true }
 func (g gatewayAPI) IsWatchListSemanticsUnSupported() bool { return true }
 
-func (k kube) CoreV1() kclient.CoreV1                     { return coreV1{k.cs} }
-func (k kube) DiscoveryV1() kclient.DiscoveryV1           { return discoveryV1{k.cs} }
-func (k kube) NetworkingV1() kclient.NetworkingV1         { return networkingV1{k.cs} }
-func (k kube) AppsV1() kclient.AppsV1                     { return appsV1{k.cs} }
-func (k kube) CoordinationV1() kclient.CoordinationV1     { return coordinationV1{k.cs} }
-func (k kube) AuthenticationV1() kclient.AuthenticationV1 { return authenticationV1{k.cs} }
-func (k kube) AuthorizationV1() kclient.AuthorizationV1   { return authorizationV1{k.cs} }
-func (k kube) RbacV1() kclient.RbacV1                     { return rbacV1{k.cs} }
+func (k kube) CoreV1() kclient.CoreV1                     { return coreV1(k) }
+func (k kube) DiscoveryV1() kclient.DiscoveryV1           { return discoveryV1(k) }
+func (k kube) NetworkingV1() kclient.NetworkingV1         { return networkingV1(k) }
+func (k kube) AppsV1() kclient.AppsV1                     { return appsV1(k) }
+func (k kube) CoordinationV1() kclient.CoordinationV1     { return coordinationV1(k) }
+func (k kube) AuthenticationV1() kclient.AuthenticationV1 { return authenticationV1(k) }
+func (k kube) AuthorizationV1() kclient.AuthorizationV1   { return authorizationV1(k) }
+func (k kube) RbacV1() kclient.RbacV1                     { return rbacV1(k) }
 
 func (k kube) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
 	return k.cs.Discovery().ServerResourcesForGroupVersion(gv)

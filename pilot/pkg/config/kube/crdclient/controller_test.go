@@ -23,6 +23,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestConvertSharesTheSpecAndSetsSource(t *testing.T) {
@@ -186,7 +187,7 @@ func TestLateHandlerIsReplayedTheStore(t *testing.T) {
 func TestInvalidObjectIsSkippedWithLogEventMetricAndError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	bad := vs("default", "bad", "bad.example.com")
-	bad.Labels = map[string]string{invalidLabel: "spec.http[0].route[0].weight"}
+	bad.Labels = map[string]string{objects.InvalidLabel: "spec.http[0].route[0].weight"}
 	e := newEnv(t, func(o *Options, _ *istiofake.Clientset) { o.Registerer = reg }, bad, vs("default", "good", "good.example.com"))
 	e.waitSynced()
 	if d := e.next(); d.cur.Name != "good" {
@@ -220,7 +221,7 @@ func TestInvalidObjectIsSkippedWithLogEventMetricAndError(t *testing.T) {
 
 	// A valid object broken by an update keeps its last valid version.
 	broken := vs("default", "good", "changed.example.com")
-	broken.Labels = map[string]string{invalidLabel: "spec.hosts[0]"}
+	broken.Labels = map[string]string{objects.InvalidLabel: "spec.hosts[0]"}
 	e.updateVS(broken)
 	e.sentinel()
 	if got := e.c.Get(schema.VirtualService, "default", "good"); got == nil || got.Spec.(*networking.VirtualService).Hosts[0] != "good.example.com" {

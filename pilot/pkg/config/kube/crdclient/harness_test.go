@@ -1,12 +1,9 @@
 package crdclient
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,40 +18,14 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/logbuf"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // timeout bounds every wait; events normally arrive in milliseconds.
 const timeout = 20 * time.Second
-
-// invalidLabel marks an object the test validator rejects; its value is
-// the field named in the error.
-const invalidLabel = "test.wayfinder.dev/invalid-field"
-
-func testValidate(c config.Config) error {
-	if field, ok := c.Labels[invalidLabel]; ok {
-		return errors.Join(config.FieldErrorf(field, "rejected by the test validator"))
-	}
-	return nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // delivered is one handler call.
 type delivered struct {
@@ -68,7 +39,7 @@ type env struct {
 	client    *istiofake.Clientset
 	c         *Controller
 	rec       *record.FakeRecorder
-	logs      *syncBuffer
+	logs      *logbuf.Buffer
 	events    chan delivered
 	sentinels int
 	cancel    context.CancelFunc
@@ -77,7 +48,7 @@ type env struct {
 
 func newEnv(t *testing.T, tweak func(*Options, *istiofake.Clientset), objs ...any) *env {
 	t.Helper()
-	e := &env{t: t, rec: record.NewFakeRecorder(100), logs: &syncBuffer{}, events: make(chan delivered, 1000)}
+	e := &env{t: t, rec: record.NewFakeRecorder(100), logs: &logbuf.Buffer{}, events: make(chan delivered, 1000)}
 	e.client = istiofake.NewSimpleClientset()
 	for _, o := range objs {
 		e.create(o)
@@ -86,7 +57,7 @@ func newEnv(t *testing.T, tweak func(*Options, *istiofake.Clientset), objs ...an
 		Client:   kclienttest.Istio(e.client),
 		Logger:   slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Recorder: e.rec,
-		validate: testValidate,
+		validate: objects.ValidateByLabel,
 	}
 	if tweak != nil {
 		tweak(&opts, e.client)

@@ -5,13 +5,13 @@ import (
 	"slices"
 	"testing"
 
-	networking "istio.io/api/networking/v1alpha3"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 func newListController(tb testing.TB) *Controller {
@@ -24,10 +24,9 @@ func newListController(tb testing.TB) *Controller {
 }
 
 func vsConfig(ns, name string) config.Config {
-	return config.Config{
-		Meta: config.Meta{Kind: schema.VirtualService, Namespace: ns, Name: name, ResourceVersion: "1"},
-		Spec: &networking.VirtualService{Hosts: []string{name + ".example.com"}},
-	}
+	c := objects.VirtualService(ns, name, name+".example.com")
+	c.ResourceVersion = "1"
+	return c
 }
 
 // TestListFollowsEveryEvent: the sorted list is rebuilt lazily, so a List

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
 
@@ -29,11 +29,11 @@ type DeployerOptions struct {
 	// Namespaces limits the watch of deployed objects (--watch-namespaces);
 	// empty is all.
 	Namespaces []string
-	// Input reads the Gateway API objects now (gateway.Controller's
+	// Input reads the Gateway API objects now (kube/gatewayapi.Controller's
 	// StatusInput). Required.
-	Input func() (gateway.Input, error)
+	Input func() (gatewayapi.Input, error)
 	// ControllerName of the GatewayClasses handled; default
-	// gateway.ControllerName.
+	// gatewayapi.ControllerName.
 	ControllerName string
 	// Render tunes what is deployed.
 	Render Options
@@ -94,7 +94,7 @@ func New(opts DeployerOptions) (*Deployer, error) {
 		return nil, err
 	}
 	if opts.ControllerName == "" {
-		opts.ControllerName = gateway.ControllerName
+		opts.ControllerName = gatewayapi.ControllerName
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -218,7 +218,7 @@ func (d *Deployer) Sync(ctx context.Context, take func() bool) (int, error) {
 	handled := map[types.NamespacedName]bool{}
 	for _, g := range in.Gateways {
 		gateways[g.UID] = g.Namespace
-		if !ours[g.Spec.GatewayClassName] || !gateway.Managed(g) || g.DeletionTimestamp != nil {
+		if !ours[g.Spec.GatewayClassName] || !gatewayapi.Managed(g) || g.DeletionTimestamp != nil {
 			continue
 		}
 		nn := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}

@@ -14,7 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
 
@@ -22,7 +22,7 @@ import (
 // only the objects it labelled, and removes a labelled object its Gateway
 // no longer wants; an unlabelled one is not its own.
 func TestDeployerAppliesAndWatchesItsOwn(t *testing.T) {
-	class := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "wayfinder"}, Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}
+	class := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "wayfinder"}, Spec: gw.GatewayClassSpec{ControllerName: gatewayapi.ControllerName}}
 	g := &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "edge-ns", Name: "edge", UID: "edge-uid"}, Spec: gw.GatewaySpec{
 		GatewayClassName: "wayfinder",
 		Listeners:        []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}},
@@ -33,8 +33,8 @@ func TestDeployerAppliesAndWatchesItsOwn(t *testing.T) {
 	}
 	kube := fake.NewClientset(owned("stray", map[string]string{ManagedLabel: ManagedLabelValue}), owned("foreign", nil))
 	d, err := New(DeployerOptions{Kube: kclienttest.Kube(kube), Namespaces: []string{"edge-ns"},
-		Input: func() (gateway.Input, error) {
-			return gateway.Input{GatewayClasses: []*gw.GatewayClass{class}, Gateways: []*gw.Gateway{g}}, nil
+		Input: func() (gatewayapi.Input, error) {
+			return gatewayapi.Input{GatewayClasses: []*gw.GatewayClass{class}, Gateways: []*gw.Gateway{g}}, nil
 		},
 		Render: testOptions()})
 	if err != nil {
@@ -80,13 +80,13 @@ func TestDeployerAppliesAndWatchesItsOwn(t *testing.T) {
 // an object in the way is read again only after the recheck interval, and
 // once it is gone the Gateway is deployed.
 func TestDeployerLeavesWhatItDidNotMake(t *testing.T) {
-	class := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "wayfinder"}, Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}
+	class := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "wayfinder"}, Spec: gw.GatewayClassSpec{ControllerName: gatewayapi.ControllerName}}
 	listeners := []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}}
 	edge := &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "edge-ns", Name: "edge", UID: "edge-uid"},
 		Spec: gw.GatewaySpec{GatewayClassName: "wayfinder", Listeners: listeners}}
 	// "a-b" of class "wayfinder" and "a" of class "b-wayfinder" deploy
 	// under the same name; the second is held by the first's objects.
-	other := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "b-wayfinder"}, Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}}
+	other := &gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "b-wayfinder"}, Spec: gw.GatewayClassSpec{ControllerName: gatewayapi.ControllerName}}
 	ab := &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "edge-ns", Name: "a-b", UID: "ab-uid"},
 		Spec: gw.GatewaySpec{GatewayClassName: "wayfinder", Listeners: listeners}}
 	a := &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "edge-ns", Name: "a", UID: "a-uid"},
@@ -96,8 +96,8 @@ func TestDeployerLeavesWhatItDidNotMake(t *testing.T) {
 	kube := fake.NewClientset(user.DeepCopy())
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	d, err := New(DeployerOptions{Kube: kclienttest.Kube(kube), Namespaces: []string{"edge-ns"},
-		Input: func() (gateway.Input, error) {
-			return gateway.Input{GatewayClasses: []*gw.GatewayClass{class, other}, Gateways: []*gw.Gateway{edge, ab, a}}, nil
+		Input: func() (gatewayapi.Input, error) {
+			return gatewayapi.Input{GatewayClasses: []*gw.GatewayClass{class, other}, Gateways: []*gw.Gateway{edge, ab, a}}, nil
 		},
 		Render: testOptions(), Clock: clk, Recheck: time.Minute})
 	if err != nil {

@@ -1,10 +1,10 @@
 // Package gatewaydeploy deploys the proxies of Gateway API Gateways, as
 // istiod and Envoy Gateway do: for each Gateway of a class handled by
-// Wayfinder (gateway.ControllerName) it server-side applies, with field
+// Wayfinder (gatewayapi.ControllerName) it server-side applies, with field
 // manager FieldManager and force, a ServiceAccount, a Role and
 // RoleBinding letting it read the Secrets of its namespace, a ConfigMap,
 // a Deployment and a Service, all named GATEWAY-CLASS
-// (gateway.DeploymentName) in the Gateway's namespace, labelled
+// (gatewayapi.DeploymentName) in the Gateway's namespace, labelled
 // ManagedLabel and controlled by the Gateway through an ownerReference,
 // so deleting the Gateway deletes them (the garbage collector).
 //
@@ -37,9 +37,9 @@
 //   - The Service (LoadBalancer unless Options.ServiceType or the
 //     Gateway's networking.istio.io/service-type say otherwise) has one
 //     port per distinct listener port; its address is the Gateway's
-//     (package gateway computes Programmed and status.addresses from it).
+//     (package gatewayapi computes Programmed and status.addresses from it).
 //
-// A Gateway opts out with gateway.ManagedAnnotation: "false", or with a
+// A Gateway opts out with gatewayapi.ManagedAnnotation: "false", or with a
 // spec.addresses entry of type Hostname naming a Service (istiod's
 // manual deployment); its deployed objects are then removed.
 //

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 )
 
 // HeldReason is the reason of the Programmed condition of a Gateway whose
@@ -60,7 +60,7 @@ type Hold struct {
 // name), naming the object in the way and what to do.
 func (h Hold) Message() string {
 	return fmt.Sprintf("proxies not deployed: %s %s %s; Wayfinder changes no object it did not create: delete or rename it, or deploy this Gateway yourself (annotation %s: \"false\")",
-		h.Kind, h.Name, h.Why, gateway.ManagedAnnotation)
+		h.Kind, h.Name, h.Why, gatewayapi.ManagedAnnotation)
 }
 
 // holds are the Gateways held back by the last pass, for the status

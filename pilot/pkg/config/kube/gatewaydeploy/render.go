@@ -17,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 )
 
 // Objects are what the deployer applies for one Gateway, all named
-// gateway.DeploymentName in the Gateway's namespace and owned by it.
+// gatewayapi.DeploymentName in the Gateway's namespace and owned by it.
 type Objects struct {
 	ServiceAccount *corev1.ServiceAccount
 	// Role and RoleBinding let the ServiceAccount get, list and watch the
@@ -48,17 +48,17 @@ func (o Objects) List() []runtime.Object {
 // and options give the same objects.
 func Render(g *gw.Gateway, opts Options) (Objects, error) {
 	opts = opts.WithDefaults()
-	name := gateway.DeploymentName(g)
+	name := gatewayapi.DeploymentName(g)
 	if len(name) > 63 {
 		return Objects{}, fmt.Errorf("Gateway %s/%s: the name of its deployment %q is longer than 63 characters (a Service name must be a DNS label); shorten the Gateway's or its class's name",
 			g.Namespace, name, name)
 	}
 	svcType := opts.ServiceType
-	if t := g.Annotations[gateway.ServiceTypeAnnotation]; t != "" {
+	if t := g.Annotations[gatewayapi.ServiceTypeAnnotation]; t != "" {
 		svcType = corev1.ServiceType(t)
 		if !validServiceType(svcType) {
 			return Objects{}, fmt.Errorf("Gateway %s/%s: metadata.annotations[%s] %q: want ClusterIP, NodePort or LoadBalancer",
-				g.Namespace, g.Name, gateway.ServiceTypeAnnotation, t)
+				g.Namespace, g.Name, gatewayapi.ServiceTypeAnnotation, t)
 		}
 	}
 	var infraLabels, infraAnnotations map[string]string
@@ -72,11 +72,11 @@ func Render(g *gw.Gateway, opts Options) (Objects, error) {
 		}
 	}
 	// Pod labels: the Gateway's name selects the converted Istio Gateways'
-	// servers (gateway.GatewayNameLabel); the infrastructure labels the
+	// servers (gatewayapi.GatewayNameLabel); the infrastructure labels the
 	// Gateway asks for come first so they cannot replace ours.
 	podLabels := map[string]string{}
 	maps.Copy(podLabels, infraLabels)
-	podLabels[gateway.GatewayNameLabel] = g.Name
+	podLabels[gatewayapi.GatewayNameLabel] = g.Name
 	podLabels[ClassLabel] = string(g.Spec.GatewayClassName)
 	labels := maps.Clone(podLabels)
 	labels[ManagedLabel] = ManagedLabelValue
@@ -122,7 +122,7 @@ func Render(g *gw.Gateway, opts Options) (Objects, error) {
 		Spec: appsv1.DeploymentSpec{
 			// replicas is left to the API server's default (1) and to
 			// whoever scales it (an HPA): not owned by the deployer.
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{gateway.GatewayNameLabel: g.Name}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{gatewayapi.GatewayNameLabel: g.Name}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(podLabels), Annotations: podAnnotations},
 				Spec:       podSpec(g, name, opts, containerPorts),
@@ -131,7 +131,7 @@ func Render(g *gw.Gateway, opts Options) (Objects, error) {
 	svc := &corev1.Service{TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(),
 		Spec: corev1.ServiceSpec{
 			Type:     svcType,
-			Selector: map[string]string{gateway.GatewayNameLabel: g.Name},
+			Selector: map[string]string{gatewayapi.GatewayNameLabel: g.Name},
 			Ports:    svcPorts,
 		}}
 	sa := &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta()}

@@ -12,7 +12,7 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/golden"
 )
 
@@ -82,8 +82,8 @@ func TestRenderedBootstrap(t *testing.T) {
 	}
 	md := b.GetNode().GetMetadata().AsMap()
 	labels, _ := md["LABELS"].(map[string]any)
-	if md["NAMESPACE"] != "edge-ns" || md["CLUSTER_ID"] != "Kubernetes" || labels[gateway.GatewayNameLabel] != "edge" {
-		t.Errorf("node metadata %v, want NAMESPACE edge-ns, CLUSTER_ID Kubernetes, LABELS with %s: edge", md, gateway.GatewayNameLabel)
+	if md["NAMESPACE"] != "edge-ns" || md["CLUSTER_ID"] != "Kubernetes" || labels[gatewayapi.GatewayNameLabel] != "edge" {
+		t.Errorf("node metadata %v, want NAMESPACE edge-ns, CLUSTER_ID Kubernetes, LABELS with %s: edge", md, gatewayapi.GatewayNameLabel)
 	}
 	ggrpc := b.GetDynamicResources().GetAdsConfig().GetGrpcServices()[0].GetGoogleGrpc()
 	if ggrpc.GetTargetUri() != "pilot-discovery.wayfinder-system.svc:15012" {
@@ -109,7 +109,7 @@ func TestRenderedBootstrap(t *testing.T) {
 		t.Errorf("args %q lack Istio's node ID", args)
 	}
 	// The pod carries the label the converted Istio Gateway selects.
-	if pod := objs.Deployment.Spec.Template.Labels; pod[gateway.GatewayNameLabel] != "edge" {
+	if pod := objs.Deployment.Spec.Template.Labels; pod[gatewayapi.GatewayNameLabel] != "edge" {
 		t.Errorf("pod labels %v", pod)
 	}
 	// Without a root certificate the system roots verify Wayfinder.

@@ -9,21 +9,8 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
-
-func gateway(ns, name string, hosts ...string) config.Config {
-	return config.Config{
-		Meta: config.Meta{Kind: schema.Gateway, Namespace: ns, Name: name},
-		Spec: &networking.Gateway{Servers: []*networking.Server{{Hosts: hosts}}},
-	}
-}
-
-func virtualService(ns, name string, hosts ...string) config.Config {
-	return config.Config{
-		Meta: config.Meta{Kind: schema.VirtualService, Namespace: ns, Name: name},
-		Spec: &networking.VirtualService{Hosts: hosts},
-	}
-}
 
 // recorder keeps each delivered event, as "ev Kind ns/name".
 type recorder struct{ got []string }
@@ -50,7 +37,7 @@ func TestReplaceEvents(t *testing.T) {
 
 	// Given in reverse order: events come sorted by kind, namespace, name.
 	s.Replace([]config.Config{
-		virtualService("b", "vs", "x"), gateway("b", "gw", "x"), gateway("a", "gw2", "x"), gateway("a", "gw1", "x"),
+		objects.VirtualService("b", "vs", "x"), objects.Gateway("b", "gw", "x"), objects.Gateway("a", "gw2", "x"), objects.Gateway("a", "gw1", "x"),
 	}, nil)
 	want := []string{
 		model.EventAdd.String() + " Gateway a/gw1",
@@ -65,7 +52,7 @@ func TestReplaceEvents(t *testing.T) {
 	// a/gw1 unchanged (a fresh but equal object), a/gw2 changed, b/gw
 	// gone, b/vs unchanged, c/gw new.
 	s.Replace([]config.Config{
-		gateway("c", "gw", "y"), gateway("a", "gw2", "changed"), gateway("a", "gw1", "x"), virtualService("b", "vs", "x"),
+		objects.Gateway("c", "gw", "y"), objects.Gateway("a", "gw2", "changed"), objects.Gateway("a", "gw1", "x"), objects.VirtualService("b", "vs", "x"),
 	}, nil)
 	want = []string{
 		model.EventUpdate.String() + " Gateway a/gw2",
@@ -94,13 +81,13 @@ func TestReplaceUnchangedGivesNoEvent(t *testing.T) {
 	var s Set
 	var r recorder
 	register(&s, &r)
-	s.Replace([]config.Config{gateway("a", "gw", "x"), virtualService("a", "vs", "x")}, nil)
+	s.Replace([]config.Config{objects.Gateway("a", "gw", "x"), objects.VirtualService("a", "vs", "x")}, nil)
 	r.take()
 	// ResourceVersion is not content: a new conversion of the same input
 	// must not push.
-	again := gateway("a", "gw", "x")
+	again := objects.Gateway("a", "gw", "x")
 	again.ResourceVersion = "42"
-	s.Replace([]config.Config{virtualService("a", "vs", "x"), again}, nil)
+	s.Replace([]config.Config{objects.VirtualService("a", "vs", "x"), again}, nil)
 	if got := r.take(); len(got) != 0 {
 		t.Fatalf("unchanged content gave events %q", got)
 	}
@@ -114,7 +101,7 @@ func TestDeleteCarriesTheOldObject(t *testing.T) {
 			old, cur = append(old, o), append(cur, c)
 		}
 	})
-	s.Replace([]config.Config{gateway("a", "gw", "x")}, nil)
+	s.Replace([]config.Config{objects.Gateway("a", "gw", "x")}, nil)
 	s.Replace(nil, nil)
 	if len(cur) != 1 || cur[0].Name != "gw" || old[0].Name != "gw" {
 		t.Fatalf("delete event: old %v cur %v, want both the deleted Gateway", old, cur)
@@ -123,7 +110,7 @@ func TestDeleteCarriesTheOldObject(t *testing.T) {
 
 func TestHandlersSeeTheNewContent(t *testing.T) {
 	var s Set
-	s.Replace([]config.Config{gateway("a", "old", "x")}, nil)
+	s.Replace([]config.Config{objects.Gateway("a", "old", "x")}, nil)
 	var during [][]config.Config
 	live := false // past the replayed add of a/old
 	s.Register(schema.Gateway, func(_, _ config.Config, _ model.Event) {
@@ -132,7 +119,7 @@ func TestHandlersSeeTheNewContent(t *testing.T) {
 		}
 	})
 	live = true
-	s.Replace([]config.Config{gateway("a", "new1", "x"), gateway("a", "new2", "x")}, nil)
+	s.Replace([]config.Config{objects.Gateway("a", "new1", "x"), objects.Gateway("a", "new2", "x")}, nil)
 	// Three events (delete old, add new1, add new2); each handler call
 	// sees the whole new content, never a half-applied one.
 	if len(during) != 3 {
@@ -147,7 +134,7 @@ func TestHandlersSeeTheNewContent(t *testing.T) {
 
 func TestRegisterReplaysSortedAdds(t *testing.T) {
 	var s Set
-	s.Replace([]config.Config{gateway("b", "x"), gateway("a", "y"), virtualService("a", "vs")}, nil)
+	s.Replace([]config.Config{objects.Gateway("b", "x"), objects.Gateway("a", "y"), objects.VirtualService("a", "vs")}, nil)
 	var r recorder
 	s.Register(schema.Gateway, r.handler)
 	want := []string{model.EventAdd.String() + " Gateway a/y", model.EventAdd.String() + " Gateway b/x"}
@@ -169,7 +156,7 @@ func TestRegisterDuringDispatch(t *testing.T) {
 			s.Register(schema.Gateway, late.handler)
 		}
 	})
-	s.Replace([]config.Config{gateway("a", "gw1"), gateway("a", "gw2")}, nil)
+	s.Replace([]config.Config{objects.Gateway("a", "gw1"), objects.Gateway("a", "gw2")}, nil)
 	want := []string{model.EventAdd.String() + " Gateway a/gw1", model.EventAdd.String() + " Gateway a/gw2"}
 	if got := late.take(); !slices.Equal(got, want) {
 		t.Fatalf("late handler: got %q, want each object once: %q", got, want)

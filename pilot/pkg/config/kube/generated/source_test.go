@@ -14,6 +14,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/queue"
+	"github.com/wayfinder-dev/wayfinder/pkg/test/objects"
 )
 
 // fakeConversion is what Convert returns; set it, then Schedule.
@@ -84,7 +85,7 @@ func next(t *testing.T, events chan delivered) delivered {
 
 func TestSourceConvertsOnceSyncedThenOnChange(t *testing.T) {
 	conv := &fakeConversion{}
-	conv.set(nil, gateway("a", "gw", "x"))
+	conv.set(nil, objects.Gateway("a", "gw", "x"))
 	s, events := startSource(t, conv)
 	select {
 	case <-s.Synced():
@@ -104,7 +105,7 @@ func TestSourceConvertsOnceSyncedThenOnChange(t *testing.T) {
 		t.Fatal("Synced closed before the first conversion reached the handlers")
 	}
 
-	conv.set(nil, gateway("a", "gw", "changed"))
+	conv.set(nil, objects.Gateway("a", "gw", "changed"))
 	s.Schedule()
 	if e := next(t, events); e.ev != model.EventUpdate || e.key.Name != "gw" {
 		t.Fatalf("after change: %v, want update of a/gw", e)
@@ -116,7 +117,7 @@ func TestSourceConvertsOnceSyncedThenOnChange(t *testing.T) {
 
 func TestSourceConversionErrorKeepsContent(t *testing.T) {
 	conv := &fakeConversion{}
-	conv.set(nil, gateway("a", "gw", "x"))
+	conv.set(nil, objects.Gateway("a", "gw", "x"))
 	s, events := startSource(t, conv)
 	<-s.Synced()
 	next(t, events) // add a/gw
@@ -126,7 +127,7 @@ func TestSourceConversionErrorKeepsContent(t *testing.T) {
 	conv.mu.Lock()
 	conv.failed = make(chan struct{}, 100)
 	conv.mu.Unlock()
-	conv.set(errors.New("cache unreadable"), gateway("a", "gw2", "x"))
+	conv.set(errors.New("cache unreadable"), objects.Gateway("a", "gw2", "x"))
 	s.Schedule()
 	for range 2 { // the failure and one retry
 		select {
@@ -143,7 +144,7 @@ func TestSourceConversionErrorKeepsContent(t *testing.T) {
 	if s.Get(schema.Gateway, "a", "gw") == nil {
 		t.Fatal("a failed conversion dropped a/gw")
 	}
-	conv.set(nil, gateway("a", "gw2", "x"))
+	conv.set(nil, objects.Gateway("a", "gw2", "x"))
 	// Sorted by key: gw's delete, then gw2's add.
 	if e := next(t, events); e.ev != model.EventDelete || e.key.Name != "gw" {
 		t.Fatalf("after retry: %v, want delete of a/gw", e)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
 )
@@ -30,14 +30,14 @@ type Syncer interface {
 // GatewayAPIOptions configure a GatewayAPIStatus.
 type GatewayAPIOptions struct {
 	Client kclient.GatewayAPI
-	// Input reads the Gateway API objects now (gateway.Controller's
+	// Input reads the Gateway API objects now (kube/gatewayapi.Controller's
 	// StatusInput): the informer caches, with their current status.
-	Input func() (gateway.Input, error)
-	// Status returns the computed status (gateway.Controller's Status, of
+	Input func() (gatewayapi.Input, error)
+	// Status returns the computed status (kube/gatewayapi.Controller's Status, of
 	// its last conversion). Nil computes it from Input on every pass
-	// (gateway.ConvertWithStatus with Convert), as tests do.
-	Status  func() gateway.Status
-	Convert gateway.Options
+	// (gatewayapi.ConvertWithStatus with Convert), as tests do.
+	Status  func() gatewayapi.Status
+	Convert gatewayapi.Options
 	Clock   clock.PassiveClock
 	// Held, when set, says why the proxies of a Gateway are not deployed
 	// (gatewaydeploy.Deployer's Held: an object of their name that
@@ -48,7 +48,7 @@ type GatewayAPIOptions struct {
 }
 
 // GatewayAPIStatus writes the status Wayfinder computes
-// (gateway.ConvertWithStatus) on GatewayClasses, Gateways and the routes
+// (gatewayapi.ConvertWithStatus) on GatewayClasses, Gateways and the routes
 // of the four kinds. It is a Syncer: it runs only inside the IstioWriter's
 // lead loop, so only the status leader writes, at most at the writer's
 // rate. An object is written only when its status changes (conditions
@@ -81,14 +81,14 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 	if err != nil {
 		return 0, err
 	}
-	var st gateway.Status
+	var st gatewayapi.Status
 	if g.opts.Status != nil {
 		st = g.opts.Status()
 	} else {
 		now := g.opts.Clock.Now().Truncate(time.Second) // the API server keeps seconds
-		st = gateway.ConvertWithStatus(in, g.opts.Convert, now).Status
+		st = gatewayapi.ConvertWithStatus(in, g.opts.Convert, now).Status
 	}
-	ctrl := gw.GatewayController(gateway.ControllerName)
+	ctrl := gw.GatewayController(gatewayapi.ControllerName)
 	if g.opts.Convert.ControllerName != "" {
 		ctrl = gw.GatewayController(g.opts.Convert.ControllerName)
 	}
@@ -169,7 +169,7 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 		})
 	}
 	route := func(kind string, obj metav1.Object, rv string, cur []gw.RouteParentStatus, update func([]gw.RouteParentStatus) error) {
-		ours := st.Routes[gateway.RouteKey{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}]
+		ours := st.Routes[gatewayapi.RouteKey{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}]
 		want := mergeParents(cur, ours, ctrl)
 		write(kind+"/"+obj.GetNamespace()+"/"+obj.GetName(), rv, apiequality.Semantic.DeepEqual(want, cur), func() error { return update(want) })
 	}

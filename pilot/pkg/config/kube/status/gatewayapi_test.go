@@ -12,7 +12,7 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
 )
@@ -31,7 +31,7 @@ func newGWAPIEnv(t *testing.T) *gwapiEnv {
 	other := gw.RouteParentStatus{ParentRef: gw.ParentReference{Name: "theirs"}, ControllerName: "example.com/other",
 		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: metav1.NewTime(time.Unix(100, 0))}}}
 	e := &gwapiEnv{clock: clocktesting.NewFakeClock(time.Unix(5000, 0)), client: gwfake.NewSimpleClientset(
-		&gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "wayfinder", Generation: 1}, Spec: gw.GatewayClassSpec{ControllerName: gateway.ControllerName}},
+		&gw.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "wayfinder", Generation: 1}, Spec: gw.GatewayClassSpec{ControllerName: gatewayapi.ControllerName}},
 		&gw.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "edge", Name: "r", Generation: 3}, Spec: gw.HTTPRouteSpec{
 			CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "gw"}, {Name: "theirs"}}},
 			Rules: []gw.HTTPRouteRule{{BackendRefs: []gw.HTTPBackendRef{{BackendRef: gw.BackendRef{
@@ -56,10 +56,10 @@ func newGWAPIEnv(t *testing.T) *gwapiEnv {
 
 func ptr[T any](v T) *T { return &v }
 
-func (e *gwapiEnv) input() (gateway.Input, error) {
+func (e *gwapiEnv) input() (gatewayapi.Input, error) {
 	ctx := context.Background()
 	api := e.client.GatewayV1()
-	var in gateway.Input
+	var in gatewayapi.Input
 	cls, err := api.GatewayClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return in, err
@@ -120,7 +120,7 @@ func TestGatewayAPIStatusWritesOnlyOnChange(t *testing.T) {
 		t.Fatalf("parents %+v, want the other controller's entry untouched, then ours", r.Status.Parents)
 	}
 	ours := r.Status.Parents[1]
-	if ours.ControllerName != gateway.ControllerName || ours.ParentRef.Name != "gw" {
+	if ours.ControllerName != gatewayapi.ControllerName || ours.ParentRef.Name != "gw" {
 		t.Fatalf("our entry %+v", ours)
 	}
 	acc := meta.FindStatusCondition(ours.Conditions, "Accepted")

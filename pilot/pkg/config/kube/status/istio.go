@@ -18,10 +18,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/leaderelection"
 )
 
 // IstioOptions configure an IstioWriter.
@@ -39,7 +40,7 @@ type IstioOptions struct {
 	Factories []*kclient.IstioFactory
 	// State returns what the server knows per object now
 	// (xds.DiscoveryServer.ObjectStatus).
-	State func() map[config.Key]*xds.ObjectState
+	State func() map[config.Key]*model.ObjectState
 	// LeaseNamespace (the pod's namespace) and Identity (the pod's name)
 	// are required; LeaseName defaults to "wayfinder-istio-status".
 	LeaseNamespace, LeaseName, Identity string
@@ -182,7 +183,7 @@ func (w *IstioWriter) Run(ctx context.Context) error {
 	for _, f := range w.factories {
 		f.WaitForCacheSync(ctx.Done())
 	}
-	return campaign(ctx, leaseConfig{
+	return campaign(ctx, leaderelection.Options{
 		Client: w.opts.Kube, Namespace: w.opts.LeaseNamespace, Name: w.opts.LeaseName, Identity: w.opts.Identity,
 		LeaseDuration: w.opts.LeaseDuration, RenewDeadline: w.opts.RenewDeadline, RetryPeriod: w.opts.RetryPeriod,
 		What: "Istio object status", Logger: w.opts.Logger,

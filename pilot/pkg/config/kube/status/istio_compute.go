@@ -10,7 +10,7 @@ import (
 	analysisv1alpha1 "istio.io/api/analysis/v1alpha1"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -32,9 +32,9 @@ const maxListed = 5
 // carry for its state (nil state: no gateway uses it and it has no
 // problem). Transition times are taken from prev when a condition keeps
 // its status, so an unchanged state computes an equal status.
-func Compute(st *xds.ObjectState, generation int64, prev *metav1alpha1.IstioStatus, now time.Time) *metav1alpha1.IstioStatus {
+func Compute(st *model.ObjectState, generation int64, prev *metav1alpha1.IstioStatus, now time.Time) *metav1alpha1.IstioStatus {
 	if st == nil {
-		st = &xds.ObjectState{}
+		st = &model.ObjectState{}
 	}
 	rec := &metav1alpha1.IstioCondition{Type: ConditionReconciled, ObservedGeneration: generation}
 	switch {

@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient/kclienttest"
@@ -36,14 +36,14 @@ func TestComputeReconciled(t *testing.T) {
 	now := time.Unix(1000, 0)
 	for _, tc := range []struct {
 		name          string
-		st            *xds.ObjectState
+		st            *model.ObjectState
 		status, rsn   string
 		msgSubstrings []string
 	}{
 		{"unused", nil, "True", "NoGateways", []string{"no connected gateway"}},
-		{"pending", &xds.ObjectState{Gateways: 3, Acked: 1}, "False", "Pending", []string{"1 of 3 gateways have ACKed"}},
-		{"acked", &xds.ObjectState{Gateways: 2, Acked: 2}, "True", "Reconciled", []string{"all 2 gateways"}},
-		{"nacked", &xds.ObjectState{Gateways: 3, Acked: 1, Nacked: 2, FirstNack: "duplicate listener"}, "False", "Rejected",
+		{"pending", &model.ObjectState{Gateways: 3, Acked: 1}, "False", "Pending", []string{"1 of 3 gateways have ACKed"}},
+		{"acked", &model.ObjectState{Gateways: 2, Acked: 2}, "True", "Reconciled", []string{"all 2 gateways"}},
+		{"nacked", &model.ObjectState{Gateways: 3, Acked: 1, Nacked: 2, FirstNack: "duplicate listener"}, "False", "Rejected",
 			[]string{"2 of 3 gateways rejected", "duplicate listener"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestComputeReconciled(t *testing.T) {
 
 func TestComputeValidationMessages(t *testing.T) {
 	key := config.Key{Kind: schema.VirtualService, Namespace: "default", Name: "vs"}
-	st := &xds.ObjectState{Errors: []*config.Error{
+	st := &model.ObjectState{Errors: []*config.Error{
 		{Key: key, Field: "spec.http[0].route[0].destination.subset", Message: `subset "v9" is not defined by any DestinationRule for host a.default.svc.cluster.local`},
 		{Key: key, Field: "spec.http[1]", Message: "never matches on port 80: spec.http[0] before it matches every request; dropped", Warning: true},
 		{Key: key, Field: "spec.hosts", Message: "host a.example.com on port 80 is also bound by VirtualService default/other, which comes first", Warning: true},
@@ -97,7 +97,7 @@ func TestComputeValidationMessages(t *testing.T) {
 		!strings.Contains(v.Message, "2 warnings: spec.http[1]: never matches") {
 		t.Errorf("Valid = %v", v)
 	}
-	ok := Compute(&xds.ObjectState{Errors: st.Errors[1:2]}, 1, nil, time.Unix(0, 0))
+	ok := Compute(&model.ObjectState{Errors: st.Errors[1:2]}, 1, nil, time.Unix(0, 0))
 	if v := condition(ok, ConditionValid); v.Status != "True" || v.Reason != "Warnings" {
 		t.Errorf("warnings only: Valid = %v, want True/Warnings", v)
 	}
@@ -105,12 +105,12 @@ func TestComputeValidationMessages(t *testing.T) {
 
 func TestComputeKeepsTransitionTimeWhileStatusHolds(t *testing.T) {
 	t0, t1 := time.Unix(1000, 0), time.Unix(2000, 0)
-	first := Compute(&xds.ObjectState{Gateways: 1}, 1, nil, t0)
-	same := Compute(&xds.ObjectState{Gateways: 1}, 1, first, t1)
+	first := Compute(&model.ObjectState{Gateways: 1}, 1, nil, t0)
+	same := Compute(&model.ObjectState{Gateways: 1}, 1, first, t1)
 	if !Equal(first, same) {
 		t.Fatalf("an unchanged state computed a different status:\n%v\n%v", first, same)
 	}
-	flipped := Compute(&xds.ObjectState{Gateways: 1, Acked: 1}, 1, first, t1)
+	flipped := Compute(&model.ObjectState{Gateways: 1, Acked: 1}, 1, first, t1)
 	if got := condition(flipped, ConditionReconciled).LastTransitionTime.AsTime(); !got.Equal(t1) {
 		t.Errorf("Reconciled turned True at %v, want %v", got, t1)
 	}
@@ -152,7 +152,7 @@ type istioEnv struct {
 	w      *IstioWriter
 
 	mu      sync.Mutex
-	state   map[config.Key]*xds.ObjectState
+	state   map[config.Key]*model.ObjectState
 	updates int
 }
 
@@ -163,7 +163,7 @@ func newIstioEnv(t *testing.T, qps float64, burst int, names ...string) *istioEn
 		objs = append(objs, &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: n, Generation: 1}})
 	}
 	e := &istioEnv{client: istiofake.NewSimpleClientset(objs...), clock: clocktesting.NewFakeClock(time.Unix(5000, 0)),
-		state: map[config.Key]*xds.ObjectState{}}
+		state: map[config.Key]*model.ObjectState{}}
 	e.client.PrependReactor("update", "virtualservices", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			t.Errorf("wrote more than status: %v", a)
@@ -175,10 +175,10 @@ func newIstioEnv(t *testing.T, qps float64, burst int, names ...string) *istioEn
 	})
 	w, err := NewIstio(IstioOptions{
 		Kube: kclienttest.Kube(fake.NewClientset()), Istio: kclienttest.Istio(e.client), LeaseNamespace: "wayfinder", Identity: "pod-a",
-		State: func() map[config.Key]*xds.ObjectState {
+		State: func() map[config.Key]*model.ObjectState {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			out := map[config.Key]*xds.ObjectState{}
+			out := map[config.Key]*model.ObjectState{}
 			for k, v := range e.state {
 				cp := *v
 				out[k] = &cp
@@ -205,7 +205,7 @@ func newIstioEnv(t *testing.T, qps float64, burst int, names ...string) *istioEn
 	return e
 }
 
-func (e *istioEnv) set(name string, st xds.ObjectState) {
+func (e *istioEnv) set(name string, st model.ObjectState) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.state[config.Key{Kind: schema.VirtualService, Namespace: "default", Name: name}] = &st
@@ -248,7 +248,7 @@ func (e *istioEnv) waitCached(t *testing.T, reason string, names ...string) {
 
 func TestIstioWriterWritesOncePerChange(t *testing.T) {
 	e := newIstioEnv(t, 100, 100, "vs")
-	e.set("vs", xds.ObjectState{Gateways: 1})
+	e.set("vs", model.ObjectState{Gateways: 1})
 	if n := e.sync(t); n != 1 {
 		t.Fatalf("first pass wrote %d times, want 1", n)
 	}
@@ -261,7 +261,7 @@ func TestIstioWriterWritesOncePerChange(t *testing.T) {
 	if n := e.sync(t); n != 0 {
 		t.Fatalf("unchanged state wrote %d times, want 0", n)
 	}
-	e.set("vs", xds.ObjectState{Gateways: 1, Acked: 1})
+	e.set("vs", model.ObjectState{Gateways: 1, Acked: 1})
 	if n := e.sync(t); n != 1 {
 		t.Fatalf("changed state wrote %d times, want 1", n)
 	}
@@ -285,7 +285,7 @@ func TestIstioWriterRateLimitsAndCoalesces(t *testing.T) {
 	}
 	e := newIstioEnv(t, 1, 2, names...)
 	for _, n := range names {
-		e.set(n, xds.ObjectState{Gateways: 1})
+		e.set(n, model.ObjectState{Gateways: 1})
 	}
 	if n := e.sync(t); n != 2 {
 		t.Fatalf("first pass wrote %d, want the burst of 2", n)
@@ -296,7 +296,7 @@ func TestIstioWriterRateLimitsAndCoalesces(t *testing.T) {
 	// Meanwhile every gateway ACKs: the objects not written yet get the
 	// latest status in one write each, never the intermediate one.
 	for _, n := range names {
-		e.set(n, xds.ObjectState{Gateways: 1, Acked: 1})
+		e.set(n, model.ObjectState{Gateways: 1, Acked: 1})
 	}
 	e.clock.Step(time.Second)
 	if n := e.sync(t); n != 1 {

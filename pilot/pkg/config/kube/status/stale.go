@@ -12,7 +12,7 @@ import (
 // Wayfinder wrote: the writer puts it back to the CRD's initial status,
 // Unknown / Pending, for whichever controller comes next. Which status is
 // Wayfinder's is told by its messages, which name the controller
-// (gateway.gatewayStatus, gateway.ConvertWithStatus), since a Gateway's
+// (gatewayapi.gatewayStatus, gatewayapi.ConvertWithStatus), since a Gateway's
 // status has no controllerName field as a route's parents entries have.
 
 // gatewayWasOurs reports whether a Gateway's Programmed condition was

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gateway"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 )
 
 // A class handed to another controller: the status Wayfinder wrote on
@@ -52,7 +52,7 @@ func TestGatewayAPIStatusClearedWhenNoLongerOurs(t *testing.T) {
 		t.Errorf("GatewayClass Accepted %+v, want Unknown at generation 2", c)
 	}
 	r, _ := api.HTTPRoutes("edge").Get(ctx, "r", metav1.GetOptions{})
-	if len(r.Status.Parents) != 1 || r.Status.Parents[0].ControllerName == gateway.ControllerName {
+	if len(r.Status.Parents) != 1 || r.Status.Parents[0].ControllerName == gatewayapi.ControllerName {
 		t.Errorf("route parents %+v, want only the other controller's", r.Status.Parents)
 	}
 	if n, err := e.w.Sync(ctx, always); err != nil || n != 0 {

@@ -13,7 +13,7 @@
 // Reconciled condition and coded validationMessages, computed from the
 // discovery server's per-object state (Compute), rate-limited. Under the
 // same Lease and bucket it runs further Syncers: GatewayAPIStatus
-// (gatewayapi.go) writes the Gateway API status package gateway computes.
+// (gatewayapi.go) writes the Gateway API status package gatewayapi computes.
 package status
 
 import (
@@ -41,6 +41,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pkg/kube/kclient"
+	"github.com/wayfinder-dev/wayfinder/pkg/kube/leaderelection"
 )
 
 // Options configure a Writer.
@@ -261,7 +262,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		}
 	}
 	tick.Stop()
-	return campaign(ctx, leaseConfig{
+	return campaign(ctx, leaderelection.Options{
 		Client: w.opts.Client, Namespace: w.opts.LeaseNamespace, Name: w.opts.LeaseName, Identity: w.opts.Identity,
 		LeaseDuration: w.opts.LeaseDuration, RenewDeadline: w.opts.RenewDeadline, RetryPeriod: w.opts.RetryPeriod,
 		What: "Ingress status", Logger: w.opts.Logger,

@@ -1,0 +1,11 @@
+package gatewayapi_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when any goroutine outlives them:
+// StaticSource.Run must stop when its context is cancelled.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

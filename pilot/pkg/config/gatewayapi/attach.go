@@ -1,0 +1,140 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"strings"
+
+	gw "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// attachment is one listener a route is bound to, with the hostnames it
+// serves there.
+type attachment struct {
+	listener *listener
+	hosts    []string
+}
+
+// attach resolves a route's parentRefs to the listeners that accept it.
+// It reports, per parentRef, why nothing accepted it.
+func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, hostnames []gw.Hostname) []attachment {
+	var out []attachment
+	for i, p := range parents {
+		field := fmt.Sprintf("spec.parentRefs[%d]", i)
+		if group, k := string(deref(p.Group, gw.Group(Group))), string(deref(p.Kind, "Gateway")); group != Group || k != "Gateway" {
+			c.errorf(src, field+".kind", "parent %s.%s is not supported (only Gateway); parent skipped", k, group)
+			continue
+		}
+		gwNS := string(deref(p.Namespace, gw.Namespace(ns)))
+		ls, ok := c.listeners[gwNS+"/"+string(p.Name)]
+		if !ok {
+			if c.st.handled[gwNS+"/"+string(p.Name)] {
+				c.st.parent(src, i, p, &cond{reason: string(gw.RouteReasonNoMatchingParent),
+					message: fmt.Sprintf("Gateway %s/%s has no listener that can be served", gwNS, p.Name)})
+			}
+			// Not a Gateway of ours, or one without servable listeners:
+			// another controller's business, or reported on the Gateway.
+			continue
+		}
+		var matched int
+		var reason string
+		why := gw.RouteReasonNotAllowedByListeners
+		for _, l := range ls {
+			if p.SectionName != nil && *p.SectionName != l.spec.Name {
+				continue
+			}
+			if p.Port != nil && *p.Port != l.spec.Port {
+				continue
+			}
+			matched++
+			if !kindAllowed(l, kind) {
+				reason = fmt.Sprintf("listener %s does not allow kind %s (NotAllowedByListeners)", l.spec.Name, kind)
+				continue
+			}
+			ok, err := c.namespaceAllowed(l, ns)
+			if err != nil {
+				reason = fmt.Sprintf("listener %s: %v (NotAllowedByListeners)", l.spec.Name, err)
+				continue
+			}
+			if !ok {
+				reason = fmt.Sprintf("listener %s does not allow routes from namespace %s (NotAllowedByListeners)", l.spec.Name, ns)
+				continue
+			}
+			hosts := intersectHosts(l.spec.Hostname, hostnames)
+			if len(hosts) == 0 {
+				reason = fmt.Sprintf("no hostname of the route matches listener %s (NoMatchingListenerHostname)", l.spec.Name)
+				why = gw.RouteReasonNoMatchingListenerHostname
+				continue
+			}
+			out = append(out, attachment{listener: l, hosts: hosts})
+			c.st.listener(l.gateway, l.spec.Name).attached++
+		}
+		switch {
+		case matched == 0:
+			c.errorf(src, field, "Gateway %s/%s has no listener matching sectionName/port (NoMatchingParent); parent skipped", gwNS, p.Name)
+			c.st.parent(src, i, p, &cond{reason: string(gw.RouteReasonNoMatchingParent),
+				message: fmt.Sprintf("Gateway %s/%s has no listener matching sectionName/port", gwNS, p.Name)})
+		case !attachedTo(out, gwNS, string(p.Name)):
+			c.errorf(src, field, "not attached to Gateway %s/%s: %s", gwNS, p.Name, reason)
+			c.st.parent(src, i, p, &cond{reason: string(why), message: reason})
+		default:
+			c.st.parent(src, i, p, nil)
+		}
+	}
+	return out
+}
+
+func attachedTo(as []attachment, ns, name string) bool {
+	for _, a := range as {
+		if a.listener.gateway.Namespace == ns && a.listener.gateway.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// intersectHosts narrows a route's hostnames to a listener's. No listener
+// hostname accepts every route hostname; no route hostname takes the
+// listener's (or "*"). A wildcard on either side matches one or more
+// labels in front of its suffix, and the narrower name is kept.
+func intersectHosts(listenerHost *gw.Hostname, routeHosts []gw.Hostname) []string {
+	lh := ""
+	if listenerHost != nil {
+		lh = strings.ToLower(string(*listenerHost))
+	}
+	if len(routeHosts) == 0 {
+		if lh == "" {
+			return []string{"*"}
+		}
+		return []string{lh}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range routeHosts {
+		rh := strings.ToLower(string(h))
+		var got string
+		switch {
+		case lh == "" || lh == rh:
+			got = rh
+		case wildcardMatches(lh, rh):
+			got = rh
+		case wildcardMatches(rh, lh):
+			got = lh
+		}
+		if got != "" && !seen[got] {
+			seen[got] = true
+			out = append(out, got)
+		}
+	}
+	return out
+}
+
+// wildcardMatches reports whether pattern "*.suffix" covers host, which
+// must have at least one more label (host may itself be a narrower
+// wildcard).
+func wildcardMatches(pattern, host string) bool {
+	if !strings.HasPrefix(pattern, "*.") {
+		return false
+	}
+	suffix := pattern[1:] // ".suffix"
+	return strings.HasSuffix(host, suffix) && len(host) > len(suffix) && host != pattern
+}

@@ -1,0 +1,32 @@
+package gatewayapi
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gw "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// InputOf sorts objects (as the Kubernetes informers deliver them:
+// *gw.GatewayClass, *gw.Gateway, ...) into an Input; other types are
+// ignored. Services and Namespaces are left for the caller.
+func InputOf(objs []metav1.Object) Input {
+	var in Input
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *gw.GatewayClass:
+			in.GatewayClasses = append(in.GatewayClasses, o)
+		case *gw.Gateway:
+			in.Gateways = append(in.Gateways, o)
+		case *gw.HTTPRoute:
+			in.HTTPRoutes = append(in.HTTPRoutes, o)
+		case *gw.GRPCRoute:
+			in.GRPCRoutes = append(in.GRPCRoutes, o)
+		case *gw.TLSRoute:
+			in.TLSRoutes = append(in.TLSRoutes, o)
+		case *gw.TCPRoute:
+			in.TCPRoutes = append(in.TCPRoutes, o)
+		case *gw.ReferenceGrant:
+			in.ReferenceGrants = append(in.ReferenceGrants, o)
+		}
+	}
+	return in
+}

@@ -1,0 +1,29 @@
+package model
+
+import "github.com/wayfinder-dev/wayfinder/pkg/config"
+
+// ObjectState is what the server knows now about one config object: how
+// many connected gateways use the config it produced, how many hold it
+// ACKed or NACKed, and its standing config problems. It is the input of
+// the status written on Istio objects and of /debug/configz's per-object
+// view; the server computes it, the status writers read it, so it lives
+// here, below both.
+//
+// Attribution is per gateway group and coarse: a group's listeners and
+// routes (LDS, RDS) come from its Gateways and the VirtualServices bound to
+// them, so a NACK of LDS or RDS is counted against all of those; clusters
+// and endpoints (CDS, EDS) are shared by every gateway, so a NACK of CDS
+// or EDS is counted against every DestinationRule and ServiceEntry.
+type ObjectState struct {
+	// Gateways is the number of connected gateways using the object.
+	Gateways int `json:"gateways"`
+	// Acked of them hold, ACKed, the config the last push produced for
+	// them; Nacked rejected the last response of a type the object feeds.
+	Acked  int `json:"acked"`
+	Nacked int `json:"nacked"`
+	// FirstNack is the rejection message of the first NACKing gateway by
+	// node id (deterministic).
+	FirstNack string `json:"firstNack,omitempty"`
+	// Errors are the object's standing source and translation problems.
+	Errors []*config.Error `json:"-"`
+}

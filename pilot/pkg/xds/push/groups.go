@@ -1,0 +1,172 @@
+package push
+
+import (
+	"slices"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
+)
+
+// GroupFor returns the proxy's group in st, translating it if no proxy
+// needed it yet (created reports that). last is the State last published
+// (st itself once st is): an endpoints-only push takes the proxyless
+// group's clusters, listeners and routes from it. A new group is added to
+// st.Groups under Options.Lock. The caller holds the push lock.
+func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, created bool) {
+	if IsProxyless(p) {
+		if g, ok := st.Groups[ProxylessKey]; ok {
+			return g, false
+		}
+		g = t.proxylessGroup(last, st)
+	} else {
+		gws := st.Push.GatewaysForProxy(p)
+		// The key says what the group's secrets depend on (namespace,
+		// ServiceAccount, authenticated or not), so proxies entitled to
+		// different Secrets never share a view, and those entitled to the
+		// same share one translation.
+		scope := model.SecretScope{Identity: p.Identity, Authorizer: t.authz, Grants: t.grants}
+		key := model.ScopedGatewayGroupKey(gws, scope, st.upstream)
+		// So does what the proxy's namespace sees of DestinationRules,
+		// services and VirtualServices, when that is not the default.
+		push := st.Push.ForProxy(p)
+		if v := push.View(); v != "" {
+			key += "/view/" + v
+		}
+		if g, ok := st.Groups[key]; ok {
+			if !g.secretsFor(p.Identity) {
+				// The generator returned secrets the Gateways and
+				// DestinationRules did not account for in the key: this
+				// proxy gets its own translation rather than another
+				// namespace's (or the secure port's) key material.
+				key += "/" + scope.String()
+				if g, ok := st.Groups[key]; ok {
+					return g, false
+				}
+				g = t.gatewayGroup(st, push, key, gws, scope)
+				t.mu.Lock()
+				st.Groups[g.Key] = g
+				t.mu.Unlock()
+				return g, true
+			}
+			return g, false
+		}
+		g = t.gatewayGroup(st, push, key, gws, scope)
+	}
+	t.mu.Lock()
+	st.Groups[g.Key] = g
+	t.mu.Unlock()
+	return g, true
+}
+
+// gatewayGroup translates one gateway configuration, as push (st's push
+// context as its proxies see it) says, into its view.
+func (t *Translator) gatewayGroup(st *State, push *model.PushContext, key string, gws []config.Config, scope model.SecretScope) *Group {
+	g := &Group{Key: key, Gateways: make([]config.Key, len(gws)), Scope: scope.String(), identity: scope.Identity, viewKey: push.View()}
+	for i := range gws {
+		g.Gateways[i] = gws[i].Key()
+	}
+	clusters, endpoints := st.Clusters, st.Endpoints
+	var err error
+	if g.viewKey != "" {
+		var sv *ServiceView
+		if sv, err = t.serviceView(st, push); err == nil {
+			clusters, endpoints = sv.Clusters, sv.Endpoints
+			g.errors = append(g.errors, sv.errors...)
+		}
+	}
+	var res core.GatewayResources
+	if err == nil {
+		res, err = t.buildGateway(push, gws, scope)
+	}
+	if err == nil && scope.Identity == nil && len(res.Secrets) > 0 {
+		// Whatever the generator says, key material never goes to an
+		// unauthenticated proxy: without these, listeners naming them
+		// are dropped by the consistency check below.
+		t.log.Error("generator returned secrets for unauthenticated proxies; they are not sent", "group", key, "secrets", len(res.Secrets))
+		res.Secrets = nil
+	}
+	if err == nil && scope.Identity == nil && len(res.UpstreamSecrets) > 0 {
+		t.log.Error("generator returned upstream secrets for unauthenticated proxies; they are not sent", "group", key, "secrets", len(res.UpstreamSecrets))
+		res.UpstreamSecrets = nil
+	}
+	if err == nil {
+		g.Refused = res.SecretRefusals
+		var gerrs, uerrs []*config.Error
+		g.listeners, g.routes, g.secrets, gerrs = gatewayResources(t.intern, "gateway/"+key, res)
+		g.secrets, uerrs = withUpstreamSecrets(t.intern, "gateway/"+key, clusters, g.secrets, res.UpstreamSecrets)
+		g.errors = slices.Concat(g.errors, gerrs, uerrs)
+		v := snapshot.NewView(clusters, endpoints, g.listeners, g.routes, g.secrets)
+		if err = v.Consistent(); err == nil {
+			g.View = v
+		}
+	}
+	if err != nil {
+		// A translator panic or an inconsistent view is a bug; keep the
+		// group's proxies on their current config rather than send a
+		// broken or empty one.
+		t.log.Error("gateway group config not sent: its proxies keep their current config", "group", key, "gateways", g.Gateways, "err", err)
+		g.errors = append(g.errors, &config.Error{Source: "gateway group " + key, Message: err.Error()})
+	}
+	return g
+}
+
+// serviceView returns the clusters and endpoints of push's view (not the
+// default one), translating them when no group of st needed them yet. The
+// caller holds the push lock.
+func (t *Translator) serviceView(st *State, push *model.PushContext) (*ServiceView, error) {
+	if sv := st.Views[push.View()]; sv != nil {
+		return sv, nil
+	}
+	res, err := t.buildServices(push)
+	if err != nil {
+		return nil, err
+	}
+	sv := &ServiceView{}
+	sv.Clusters, sv.Endpoints, sv.errors = serviceResources(t.intern, "view/"+push.View(), res)
+	if st.Views == nil {
+		st.Views = map[string]*ServiceView{}
+	}
+	st.Views[push.View()] = sv
+	return sv, nil
+}
+
+// proxylessGroup translates the proxyless gRPC resources of a push. On an
+// endpoints-only push only their load assignments are taken from the
+// translation; the rest is the last full push's (last, the State last
+// published).
+func (t *Translator) proxylessGroup(last, st *State) *Group {
+	g := &Group{Key: ProxylessKey}
+	res, err := t.buildProxyless(st.Push)
+	if err == nil {
+		scope := "proxyless"
+		var endpoints *snapshot.TypeSet
+		var e1, e2, e3 []*config.Error
+		prev := last
+		if st.EndpointsOnly && prev != nil && prev.Push != st.Push && prev.Groups[ProxylessKey] != nil && prev.Groups[ProxylessKey].View != nil {
+			// Endpoints-only push: reuse everything but the endpoints.
+			pg := prev.Groups[ProxylessKey]
+			g.listeners, g.routes, g.clusters = pg.listeners, pg.routes, pg.clusters
+			var ok bool
+			endpoints, e3, ok = endpointResources(t.intern, scope, g.clusters, core.EndpointResources{Endpoints: res.Endpoints})
+			if !ok {
+				endpoints = pg.View.Sets[snapshot.EDS]
+			}
+			g.errors = slices.Concat(pg.errors, e3)
+		} else {
+			g.clusters, endpoints, e1 = serviceResources(t.intern, scope, core.ServiceResources{Clusters: res.Clusters, Endpoints: res.Endpoints})
+			g.listeners, g.routes, _, e2 = gatewayResources(t.intern, scope, core.GatewayResources{Listeners: res.Listeners, Routes: res.Routes})
+			g.errors = slices.Concat(res.Errors, e1, e2)
+		}
+		v := snapshot.NewView(g.clusters, endpoints, g.listeners, g.routes, nil)
+		if err = v.Consistent(); err == nil {
+			g.View = v
+		}
+	}
+	if err != nil {
+		t.log.Error("proxyless config not sent: proxyless clients keep their current config", "err", err)
+		g.errors = append(g.errors, &config.Error{Source: "proxyless", Message: err.Error()})
+	}
+	return g
+}
