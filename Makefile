@@ -150,8 +150,9 @@ kube-deps: ## Get etcd and kube-apiserver for the Kubernetes tests (built once, 
 	  else echo "kube-deps: not building kube-apiserver until etcd is installed" >&2; fi
 
 # Refresh manifests/crds from the istio.io/api version in go.mod: only the
-# networking.istio.io kinds Wayfinder reads.
-ISTIO_CRD_KINDS := gateways virtualservices destinationrules serviceentries
+# Istio kinds Wayfinder reads (networking.istio.io and telemetry.istio.io;
+# the file keeps its older name istio-networking.yaml).
+ISTIO_CRD_KINDS := gateways virtualservices destinationrules serviceentries telemetries
 
 crds: ## Refresh manifests/crds/istio-networking.yaml from go.mod's istio.io/api
 	@dir=$$($(GO) list -m -f '{{.Dir}}' istio.io/api) && ver=$$($(GO) list -m -f '{{.Version}}' istio.io/api) && \

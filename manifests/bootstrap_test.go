@@ -8,7 +8,10 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/config/grpc_credential/v3"    // FileBasedMetadataConfig
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3" // HttpProtocolOptions
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/envoystats"
 )
 
 func readBootstrap(t *testing.T, path string) *bootstrapv3.Bootstrap {
@@ -35,7 +38,12 @@ func readBootstrap(t *testing.T, path string) *bootstrapv3.Bootstrap {
 // secure port by its Service name, verifies it against root-cert.pem and
 // sends the projected token as "authorization: Bearer".
 func TestEnvoyBootstraps(t *testing.T) {
-	readBootstrap(t, "envoy/bootstrap.yaml")
+	for _, path := range []string{"envoy/bootstrap.yaml", "envoy/bootstrap-tls.yaml"} {
+		// The per-route statistics tags the deployed gateways carry.
+		if got := readBootstrap(t, path).GetStatsConfig(); !proto.Equal(got, envoystats.StatsConfig()) {
+			t.Errorf("%s: stats_config %v, want %v", path, got, envoystats.StatsConfig())
+		}
+	}
 	b := readBootstrap(t, "envoy/bootstrap-tls.yaml")
 	svcs := b.GetDynamicResources().GetAdsConfig().GetGrpcServices()
 	if len(svcs) != 1 {

@@ -261,7 +261,7 @@ func expand(groupResources []string, verbs ...string) []string {
 // (and get on CustomResourceDefinitions, whose metadata is watched for
 // Gateway API CRDs installed after start), update on the status of Ingresses, Istio and Gateway API objects only, Events, TokenReviews and
 // SubjectAccessReviews, and in its own namespace a Lease and the CA's
-// Secret and ConfigMap; the gateway deployer's rights in a ClusterRole of
+// Secret and ConfigMap and a watch on the mesh config's ConfigMap; the gateway deployer's rights in a ClusterRole of
 // their own (get on Secrets only there, which RBAC's escalation check asks
 // of what grants it); no wildcards, nothing else.
 func TestRBACIsLeastPrivilege(t *testing.T) {
@@ -269,7 +269,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	cr := objs["ClusterRole/wayfinder-pilot-discovery"].(*rbacv1.ClusterRole)
 	read := []string{
 		"networking.istio.io/gateways", "networking.istio.io/virtualservices",
-		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries",
+		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries", "telemetry.istio.io/telemetries",
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
 		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
 		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
@@ -281,7 +281,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	want = append(want, expand([]string{"apiextensions.k8s.io/customresourcedefinitions"}, "get", "list", "watch")...)
 	want = append(want, "networking.k8s.io/ingresses/status:update")
 	want = append(want, expand([]string{"networking.istio.io/gateways/status", "networking.istio.io/virtualservices/status",
-		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status"}, "update")...)
+		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status",
+		"telemetry.istio.io/telemetries/status"}, "update")...)
 	want = append(want, expand([]string{"gateway.networking.k8s.io/gatewayclasses/status", "gateway.networking.k8s.io/gateways/status",
 		"gateway.networking.k8s.io/httproutes/status", "gateway.networking.k8s.io/grpcroutes/status",
 		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
@@ -305,6 +306,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	}
 	role := objs["Role/wayfinder-pilot-discovery"].(*rbacv1.Role)
 	wantRole := expand([]string{"coordination.k8s.io/leases", "/secrets", "/configmaps"}, "create", "get", "update")
+	// The mesh config's ConfigMap istio, watched as istiod does.
+	wantRole = append(wantRole, "/configmaps:list", "/configmaps:watch")
 	slices.Sort(wantRole)
 	if got := grants(role.Rules); !slices.Equal(got, wantRole) {
 		t.Errorf("Role grants %v, want %v", got, wantRole)
@@ -352,22 +355,30 @@ func TestCRDs(t *testing.T) {
 		if crd.APIVersion != "apiextensions.k8s.io/v1" || crd.Kind != "CustomResourceDefinition" {
 			t.Errorf("%s is %s %s, want a v1 CustomResourceDefinition", d, crd.APIVersion, crd.Kind)
 		}
-		if crd.Spec.Group != "networking.istio.io" || crd.Spec.Scope != "Namespaced" {
+		if (crd.Spec.Group != "networking.istio.io" && crd.Spec.Group != "telemetry.istio.io") || crd.Spec.Scope != "Namespaced" {
 			t.Errorf("%s: group %q scope %q", d, crd.Spec.Group, crd.Spec.Scope)
 		}
+		// The networking kinds store v1; Istio's Telemetry CRD stores
+		// v1alpha1 and serves both, and Wayfinder (like istiod) reads v1.
+		served := map[string]bool{}
 		v1ok := false
 		for _, v := range crd.Spec.Versions {
-			if v.Name == "v1" && v.Served && v.Storage {
+			served[v.Name] = v.Served
+			if v.Name == "v1" && v.Served && (v.Storage || crd.Spec.Group == "telemetry.istio.io") {
 				v1ok = true
 			}
 		}
 		if !v1ok {
-			t.Errorf("%s: v1 is not the served storage version", d)
+			t.Errorf("%s: v1 is not served (and, in networking.istio.io, the storage version)", d)
+		}
+		if crd.Spec.Group == "telemetry.istio.io" && !served["v1alpha1"] {
+			t.Errorf("%s: v1alpha1, which istiod also reads, is not served", d)
 		}
 		names = append(names, crd.Metadata.Name)
 	}
 	slices.Sort(names)
-	want := []string{"destinationrules.networking.istio.io", "gateways.networking.istio.io", "serviceentries.networking.istio.io", "virtualservices.networking.istio.io"}
+	want := []string{"destinationrules.networking.istio.io", "gateways.networking.istio.io", "serviceentries.networking.istio.io",
+		"telemetries.telemetry.istio.io", "virtualservices.networking.istio.io"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("CRDs %v, want %v", names, want)
 	}
@@ -509,6 +520,8 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "create", Namespace: namespace}, true},
 		{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: namespace, Name: "wayfinder-ca"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "update", Namespace: namespace, Name: "wayfinder-ca-root-cert"}, true},
+		// The mesh config's ConfigMap istio, watched in its own namespace.
+		{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "watch", Namespace: namespace, Name: "istio"}, true},
 		// Reading a Secret by name: only through the gateway deployer's
 		// ClusterRole, as the API server lets pilot-discovery grant each
 		// Gateway's Role get on Secrets only if it holds it (it lists

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Prints the CustomResourceDefinitions of the given networking.istio.io
-# resources (plural names) from Istio's generated CRD file, with a header
-# naming where they came from. `make crds` runs it to refresh
+# Prints the CustomResourceDefinitions of the given Istio resources
+# (plural names, of networking.istio.io or telemetry.istio.io) from Istio's
+# generated CRD file, with a header naming where they came from. `make crds` runs it to refresh
 # manifests/crds/istio-networking.yaml.
 # Usage: refresh-crds.sh SOURCE.yaml ORIGIN PLURAL...
 set -euo pipefail
 src="$1"; origin="$2"; shift 2
 want="$(IFS='|'; echo "$*")"
-echo "# Istio's CRDs for the networking.istio.io kinds Wayfinder reads ($*),"
+echo "# Istio's CRDs for the Istio kinds Wayfinder reads ($*),"
 echo "# copied from $origin kubernetes/customresourcedefinitions.gen.yaml."
 echo "# Do not edit: run 'make crds' to refresh."
-awk -v keep="^  name: (${want})\\\\.networking\\\\.istio\\\\.io\$" '
+awk -v keep="^  name: (${want})\\\\.(networking|telemetry)\\\\.istio\\\\.io\$" '
   function flush() {
     if (doc != "" && hit) { printf "%s%s", (n++ ? "---\n" : ""), doc }
     doc = ""; hit = 0

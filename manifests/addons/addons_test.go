@@ -96,6 +96,31 @@ func exported(t *testing.T) map[string]bool {
 // metricName finds the names of our metrics in a PromQL expression.
 var metricName = regexp.MustCompile(`\b((?:pilot|wayfinder|process|go)_[a-z0-9_]+)\b`)
 
+// envoyMetric finds the gateways' Envoy metrics in a PromQL expression:
+// the server does not export these, so they are checked against
+// routeMetrics instead.
+var envoyMetric = regexp.MustCompile(`\b(envoy_[a-z0-9_]+)\b`)
+
+// routeMetrics are the Prometheus names of Envoy's per-route statistics
+// (vhost.<virtual host>.route.<stat_prefix>.upstream_rq_total,
+// .upstream_rq_<code class>, .upstream_rq_time) once the tags of
+// pkg/envoystats, which Wayfinder's gateway bootstraps carry, take the
+// virtual host and stat prefix out of the name into labels; the code
+// class is Envoy's default envoy_response_code_class tag.
+var routeMetrics = []string{"envoy_vhost_route_upstream_rq_total", "envoy_vhost_route_upstream_rq", "envoy_vhost_route_upstream_rq_time_bucket"}
+
+func envoyMetricsIn(expr string) []string {
+	var out []string
+	for _, m := range envoyMetric.FindAllStringSubmatchIndex(expr, -1) {
+		// A label (envoy_response_code=~"5..") is not a metric.
+		if rest := strings.TrimLeft(expr[m[3]:], " "); strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "!") {
+			continue
+		}
+		out = append(out, expr[m[2]:m[3]])
+	}
+	return out
+}
+
 func metricsIn(expr string) []string {
 	var out []string
 	for _, m := range metricName.FindAllStringSubmatch(expr, -1) {
@@ -199,8 +224,13 @@ func TestWellFormed(t *testing.T) {
 			t.Errorf("panel %q has no queries", p.Title)
 		}
 		for _, tg := range p.Targets {
-			if tg.Expr == "" || len(metricsIn(tg.Expr)) == 0 {
+			if tg.Expr == "" || len(metricsIn(tg.Expr))+len(envoyMetricsIn(tg.Expr)) == 0 {
 				t.Errorf("panel %q query %s: %q queries none of our metrics", p.Title, tg.RefID, tg.Expr)
+			}
+			for _, m := range envoyMetricsIn(tg.Expr) {
+				if !slices.Contains(routeMetrics, m) {
+					t.Errorf("panel %q query %s: Envoy metric %s is not one of the per-route statistics %v", p.Title, tg.RefID, m, routeMetrics)
+				}
 			}
 		}
 	}
@@ -225,6 +255,30 @@ func TestWellFormed(t *testing.T) {
 	for _, r := range rules {
 		if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
 			t.Errorf("rule %+v lacks a name, expression, severity or summary", r)
+		}
+	}
+}
+
+// The dashboard shows the gateways' traffic by route: requests (and 5xx)
+// and upstream latency from Envoy's per-route statistics, grouped by the
+// route label, whose values are the stat prefixes the route translation
+// sets (vs/NS/NAME/http/I, httproute/NS/NAME/rule/I).
+func TestPerRoutePanel(t *testing.T) {
+	want := map[string]bool{
+		`sum by (route) (rate(envoy_vhost_route_upstream_rq_total{route!=""}[5m]))`:                                     false,
+		`sum by (route) (rate(envoy_vhost_route_upstream_rq{route!="",envoy_response_code_class="5xx"}[5m]))`:           false,
+		`histogram_quantile(0.99, sum by (le, route) (rate(envoy_vhost_route_upstream_rq_time_bucket{route!=""}[5m])))`: false,
+	}
+	for _, p := range readDashboard(t).Panels {
+		for _, tg := range p.Targets {
+			if _, ok := want[tg.Expr]; ok {
+				want[tg.Expr] = true
+			}
+		}
+	}
+	for expr, found := range want {
+		if !found {
+			t.Errorf("no panel queries %s", expr)
 		}
 	}
 }

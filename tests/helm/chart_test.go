@@ -269,8 +269,9 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prom}}
 	if !strings.Contains(cr, "tokenreviews") || !strings.Contains(cr, "subjectaccessreviews") {
 		t.Errorf("ClusterRole rules lack token and access reviews: %s", cr)
 	}
-	// A given certificate needs no CA Secret: no access to Secrets or ConfigMaps.
-	if role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"]); strings.Contains(role, "configmaps") || strings.Contains(role, "secrets") {
+	// A given certificate needs no CA Secret: no access to Secrets, and to
+	// ConfigMaps only the mesh config's watch.
+	if role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"]); strings.Contains(role, "secrets") || strings.Count(role, "configmaps") != 1 || !strings.Contains(role, meshConfigMapRule) {
 		t.Errorf("Role with a given certificate: %s", role)
 	}
 	if m := num(objs["PodDisruptionBudget/"+namespace+"/pilot-discovery"], "spec", "minAvailable"); m != 2 {
@@ -288,7 +289,7 @@ security: {plaintextGRPC: true}
 autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 7}
 `)
 	role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"])
-	if !strings.Contains(role, "configmaps") || !strings.Contains(role, "secrets") {
+	if !strings.Contains(role, "secrets configmaps") || !strings.Contains(role, meshConfigMapRule) {
 		t.Errorf("Role with a self-signed CA: %s", role)
 	}
 	args = strs(container(t, objs)["args"])
@@ -305,6 +306,10 @@ autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 7}
 		t.Errorf("HorizontalPodAutoscaler maxReplicas %v", mx)
 	}
 }
+
+// meshConfigMapRule is the Role's rule for the mesh config's ConfigMap
+// istio, watched as istiod does, with or without security.
+const meshConfigMapRule = "resources:[configmaps] verbs:[get list watch]"
 
 // Security off: no secure port, plaintext ADS on 15010, no CA Secret and
 // no access reviews, and certificate values ignored; the debug endpoints
@@ -344,7 +349,7 @@ security:
 		t.Errorf("ClusterRole with security off, want tokenreviews and no subjectaccessreviews: %s", cr)
 	}
 	role := fmt.Sprint(objs["Role/"+namespace+"/wayfinder-pilot-discovery"]["rules"])
-	if strings.Contains(role, "secrets") || strings.Contains(role, "configmaps") || !strings.Contains(role, "leases") {
+	if strings.Contains(role, "secrets") || strings.Count(role, "configmaps") != 1 || !strings.Contains(role, meshConfigMapRule) || !strings.Contains(role, "leases") {
 		t.Errorf("Role with security off: %s", role)
 	}
 }

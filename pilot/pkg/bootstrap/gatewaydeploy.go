@@ -3,6 +3,8 @@ package bootstrap
 import (
 	"slices"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewaydeploy"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/status"
 )
@@ -42,4 +44,11 @@ func (m *kubeMode) addGatewayDeployer(opts Options, caPEM []byte) (status.Syncer
 	}
 	m.gatewayDeployer = d
 	return d, nil
+}
+
+// defaultProxyConfig is the mesh config's defaultConfig in force, which a
+// deployed Gateway's proxy.istio.io/config annotation is merged over, as
+// istio-agent merges it (gatewaydeploy.Options.DefaultProxyConfig).
+func (m *meshSource) defaultProxyConfig() *meshconfig.ProxyConfig {
+	return m.current().Mesh.GetDefaultConfig()
 }

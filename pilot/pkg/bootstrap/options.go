@@ -45,9 +45,19 @@ type Options struct {
 	// DomainSuffix ends Kubernetes Service hostnames; default cluster.local.
 	DomainSuffix string
 	// RootNamespace holds the DestinationRules that apply to every
-	// namespace's services after the proxy's and the service's own (mesh
-	// config rootNamespace); default istio-system.
+	// namespace's services after the proxy's and the service's own. Empty
+	// means the mesh config's rootNamespace (istiod's default
+	// istio-system); set, it wins over the mesh config.
 	RootNamespace string
+	// MeshConfigFile is istiod's mesh config (MeshConfig YAML), read at
+	// start and watched (both modes). Empty: in Kubernetes mode the istio
+	// ConfigMap of PodNamespace, key mesh, is watched, as istiod does;
+	// in file mode istiod's defaults.
+	MeshConfigFile string
+	// MeshConfigDebounce is how long MeshConfigFile's directory must be
+	// quiet after a change before the file is read again (default 100ms).
+	// The debounce runs on Debounce.Clock.
+	MeshConfigDebounce time.Duration
 	// ExtraKubeSources are further config sources for Kubernetes mode,
 	// merged with the Istio CRDs and Ingresses into one store.
 	ExtraKubeSources []KubeSource
@@ -144,9 +154,6 @@ func (o *Options) applyDefaults() {
 	}
 	if o.DomainSuffix == "" {
 		o.DomainSuffix = model.DefaultDomainSuffix
-	}
-	if o.RootNamespace == "" {
-		o.RootNamespace = model.DefaultRootNamespace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

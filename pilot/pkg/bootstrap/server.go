@@ -27,6 +27,7 @@ type Server struct {
 	opts      Options
 	store     model.ConfigStoreController
 	kube      *kubeMode // nil in file mode
+	mesh      *meshSource
 	discovery *xds.DiscoveryServer
 	grpc      *grpc.Server // nil: no plaintext port
 	http      *http.Server
@@ -103,6 +104,13 @@ func NewServer(opts Options) (s *Server, err error) {
 			dopts.sections = append(dopts.sections, gatewayAPISection(st))
 		}
 	}
+	meshSrc, err := newMeshSource(opts, kube)
+	if err != nil {
+		return nil, err
+	}
+	xopts.Mesh = meshSrc.current
+	dopts.sections = append(dopts.sections, meshSrc.section())
+	meshSrc.registerMetrics(registry)
 	sec, err := newSecureParts(opts, kube, registry)
 	if err != nil {
 		return nil, err
@@ -122,6 +130,9 @@ func NewServer(opts Options) (s *Server, err error) {
 		fileCtl.OnBatch(ds.ConfigBatchComplete)
 	}
 	if kube != nil {
+		if opts.GatewayDeploy.DefaultProxyConfig == nil {
+			opts.GatewayDeploy.DefaultProxyConfig = meshSrc.defaultProxyConfig
+		}
 		if err = kube.addIstioStatus(opts, ds, sec.caPEM); err != nil {
 			return nil, err
 		}
@@ -131,7 +142,8 @@ func NewServer(opts Options) (s *Server, err error) {
 			ds.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"secret": 1}, Start: time.Now()})
 		}
 	}
-	s = &Server{opts: opts, store: store, kube: kube, discovery: ds, sec: sec, ready: make(chan struct{})}
+	meshSrc.setPush(ds.ConfigUpdate)
+	s = &Server{opts: opts, store: store, kube: kube, mesh: meshSrc, discovery: ds, sec: sec, ready: make(chan struct{})}
 
 	grpcOpts := grpcServerOptions(opts.Limits)
 	if opts.GRPCAddr != "" {
@@ -269,6 +281,7 @@ func (s *Server) Run(stop context.Context) error {
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	defer stopStatus()
 	run(func() { s.store.Run(ctx) })
+	run(func() { s.mesh.run(ctx) })
 	if s.kube != nil {
 		run(func() { s.kube.clients.Queue.Run(ctx) })
 		run(func() { s.kube.registry.Run(ctx) })
@@ -376,7 +389,7 @@ func (s *Server) waitSynced(ctx context.Context) {
 // synced reports whether every config source and registry has delivered
 // its first full load.
 func (s *Server) synced() bool {
-	if !s.store.HasSynced() {
+	if !s.store.HasSynced() || !s.mesh.hasSynced() {
 		return false
 	}
 	return s.kube == nil || (s.kube.registry.HasSynced() && s.kube.secrets.HasSynced())

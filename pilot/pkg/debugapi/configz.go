@@ -25,10 +25,17 @@ type Configz struct {
 	// assembly adds it as the section named GatewayAPISection, after the
 	// fields above, so readers decode it here.
 	GatewayAPI *GatewayAPIz `json:"gatewayAPI,omitempty"`
+	// Mesh is the mesh config in force, where it came from and the last
+	// refused update. Added by the assembly as the section named
+	// MeshSection.
+	Mesh *Meshz `json:"mesh,omitempty"`
 }
 
 // GatewayAPISection is the name of Configz.GatewayAPI in the JSON.
 const GatewayAPISection = "gatewayAPI"
+
+// MeshSection is the name of Configz.Mesh in the JSON.
+const MeshSection = "mesh"
 
 // ConfigzObject is one config object.
 type ConfigzObject struct {

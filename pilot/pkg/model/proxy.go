@@ -6,6 +6,7 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/structpb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 )
 
 // NodeType is the first field of Istio's node id.
@@ -33,6 +34,10 @@ type Proxy struct {
 	ClusterID string
 	// Generator is the GENERATOR metadata ("grpc" for proxyless gRPC).
 	Generator string
+	// ProxyConfig is the PROXY_CONFIG metadata istio-agent sends (the
+	// pod's ProxyConfig); nil when the node sent none, and the mesh
+	// config's defaultConfig applies (ProxyConfigOrDefault).
+	ProxyConfig *meshconfig.ProxyConfig
 	// Identity is what the client proved on an authenticated port; nil
 	// on the plaintext port. Secrets are only ever sent to a proxy with an
 	// Identity (see the secure ADS port).
@@ -67,6 +72,13 @@ func ParseProxy(node *core.Node) (*Proxy, error) {
 	p.ClusterID = md["CLUSTER_ID"].GetStringValue()
 	p.Generator = md["GENERATOR"].GetStringValue()
 	p.Labels = stringMap(md["LABELS"])
+	if v, ok := md[ProxyConfigMetadata]; ok {
+		pc, err := parseProxyConfig(v)
+		if err != nil {
+			return nil, fmt.Errorf("node id %q: metadata %s: %v", node.GetId(), ProxyConfigMetadata, err)
+		}
+		p.ProxyConfig = pc
+	}
 	if p.Namespace == "" {
 		return nil, fmt.Errorf("node id %q: no namespace in POD.NAMESPACE and no NAMESPACE metadata", node.GetId())
 	}

@@ -12,6 +12,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
@@ -23,6 +24,9 @@ type PushContext struct {
 	virtualServices  []config.Config
 	destinationRules []config.Config
 	services         []*Service
+	// telemetries are the valid Telemetry objects, oldest first (see
+	// Telemetries).
+	telemetries []config.Config
 
 	vsByGateway   map[string][]config.Config
 	serviceByHost map[string]*Service
@@ -40,6 +44,12 @@ type PushContext struct {
 	// it answers for, and the push context it is a view of.
 	view *view
 	base *PushContext
+	// topology is the gateway topology listeners are built for
+	// (WithGatewayTopology); the zero value is istiod's default.
+	topology GatewayTopology
+	// telemetry is the access logging and tracing listeners are built
+	// with (WithGatewayTelemetry); nil until set.
+	telemetry *GatewayTelemetry
 
 	// Errors are cross-object problems found while indexing (two
 	// ServiceEntries claiming one host, say). Translators report their own.
@@ -83,6 +93,7 @@ func NewScopedPushContext(sc Scoping, store ConfigStore, registries ...ServiceDi
 		gateways:         store.List(schema.Gateway, ""),
 		virtualServices:  sortByCreation(store.List(schema.VirtualService, "")),
 		destinationRules: sortByCreation(store.List(schema.DestinationRule, "")),
+		telemetries:      sortByCreation(store.List(schema.Telemetry, "")),
 		scoping:          sc.withDefaults(),
 		servicesEpoch:    epochs.Add(1),
 	}
@@ -275,6 +286,18 @@ func (ps *PushContext) DomainSuffix() string {
 	return ps.scoping.DomainSuffix
 }
 
+// Mesh is the mesh config in force for this push (Scoping.Mesh): never
+// nil, istiod's defaults when the server was given none. Read only; the
+// same snapshot for every proxy of the push, so it needs no place in a
+// gateway group key. A mesh config change is a full push with a new push
+// context.
+func (ps *PushContext) Mesh() *mesh.Config {
+	if ps.scoping.Mesh == nil {
+		return defaultMesh // a push context not made by NewPushContext
+	}
+	return ps.scoping.Mesh
+}
+
 // ResolveShortname is ResolveShortname under this push's cluster domain:
 // "reviews" in namespace default is "reviews.default.svc.DOMAINSUFFIX".
 func (ps *PushContext) ResolveShortname(host, namespace string) string {
@@ -326,6 +349,15 @@ func (ps *PushContext) VirtualServicesForGateway(gatewayKey string) []config.Con
 func (ps *PushContext) VirtualServicesBoundTo(gatewayKey string) []config.Config {
 	return ps.vsByGateway[gatewayKey]
 }
+
+// Telemetries returns every valid telemetry.istio.io Telemetry (a store
+// holds valid objects only), oldest first, then by namespace and name. Each
+// carries its name, namespace and creation time, which decide how istiod
+// picks among Telemetries at one level; the spec is a
+// *telemetry/v1alpha1.Telemetry (v1 is an alias), shared: read only. A
+// change to a Telemetry is a full push (not a routing-only one). Nothing
+// is translated from them yet.
+func (ps *PushContext) Telemetries() []config.Config { return ps.telemetries }
 
 // DestinationRules returns every DestinationRule, oldest first.
 func (ps *PushContext) DestinationRules() []config.Config { return ps.destinationRules }

@@ -41,8 +41,13 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 	if out.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(out.Start)) {
 		out.Start = other.Start
 	}
-	maps.Copy(out.ConfigsUpdated, pr.ConfigsUpdated)
-	maps.Copy(out.ConfigsUpdated, other.ConfigsUpdated)
+	// An empty set means everything, and stays so: merged with a
+	// Gateway edit, a mesh config change or a secret push must not become
+	// a push of that Gateway alone.
+	if len(pr.ConfigsUpdated) > 0 && len(other.ConfigsUpdated) > 0 {
+		maps.Copy(out.ConfigsUpdated, pr.ConfigsUpdated)
+		maps.Copy(out.ConfigsUpdated, other.ConfigsUpdated)
+	}
 	for r, n := range pr.Reasons {
 		out.Reasons[r] += n
 	}

@@ -3,6 +3,8 @@ package model
 import (
 	"slices"
 	"strings"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 )
 
 // DefaultRootNamespace is the namespace whose DestinationRules apply to
@@ -31,7 +33,15 @@ type Scoping struct {
 	// Not mesh config, but like it fixed for the life of the process, and
 	// it decides which service a name of one namespace reaches.
 	DomainSuffix string
+	// Mesh is the mesh config in force for the push (read only; the server
+	// takes one snapshot per full push). nil means istiod's defaults. Its
+	// rootNamespace is not read from here: RootNamespace above is the one
+	// the caller settled on (an explicit --root-namespace wins).
+	Mesh *mesh.Config
 }
+
+// defaultMesh is the Mesh of push contexts made without one.
+var defaultMesh = mesh.Default()
 
 // DefaultDomainSuffix is the cluster domain when none is given, as in
 // Kubernetes and istiod.
@@ -44,6 +54,9 @@ func (s Scoping) withDefaults() Scoping {
 	}
 	if s.DomainSuffix == "" {
 		s.DomainSuffix = DefaultDomainSuffix
+	}
+	if s.Mesh == nil {
+		s.Mesh = defaultMesh
 	}
 	return s
 }

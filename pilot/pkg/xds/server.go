@@ -19,6 +19,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/push"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/wire"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 	"github.com/wayfinder-dev/wayfinder/pkg/debounce"
 )
 
@@ -33,6 +34,10 @@ type Options struct {
 	// (root namespace, default exportTo); the zero value is istiod's
 	// default mesh.
 	Scoping model.Scoping
+	// Mesh returns the mesh config in force, read at each full push; nil
+	// means istiod's defaults. A change is pushed by whoever watches it
+	// (ConfigUpdate with a full request).
+	Mesh func() *mesh.Config
 	// Errors, when set, reports the problems the source currently has
 	// (files that do not parse, objects that fail validation). They are
 	// counted with the translation errors and shown by /debug/configz.
@@ -163,6 +168,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		Store:               opts.Store,
 		Registries:          opts.Registries,
 		Scoping:             opts.Scoping,
+		Mesh:                opts.Mesh,
 		Generator:           opts.Generator,
 		SecretAuthorizer:    opts.SecretAuthorizer,
 		GatewaySecretGrants: opts.GatewaySecretGrants,

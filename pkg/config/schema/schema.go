@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
+	telemetry "istio.io/api/telemetry/v1"
 )
 
 // Kind identifies a config kind. The zero value is not a valid kind.
@@ -21,6 +22,7 @@ const (
 	VirtualService
 	DestinationRule
 	ServiceEntry
+	Telemetry
 )
 
 // Schema describes one kind: its Kubernetes group, versions and the proto
@@ -47,11 +49,17 @@ var all = []Schema{
 		Versions: istioVersions, NewSpec: func() proto.Message { return &networking.DestinationRule{} }},
 	{Kind: ServiceEntry, Name: "ServiceEntry", Plural: "serviceentries", Group: "networking.istio.io",
 		Versions: istioVersions, NewSpec: func() proto.Message { return &networking.ServiceEntry{} }},
+	{Kind: Telemetry, Name: "Telemetry", Plural: "telemetries", Group: "telemetry.istio.io",
+		Versions: telemetryVersions, NewSpec: func() proto.Message { return &telemetry.Telemetry{} }},
 }
 
 // istioVersions are the networking.istio.io versions we accept; v1 and
 // v1beta1 are aliases of the v1alpha3 protos in istio.io/api.
 var istioVersions = []string{"v1", "v1beta1", "v1alpha3"}
+
+// telemetryVersions are the telemetry.istio.io versions istiod reads; v1 is
+// an alias of the v1alpha1 proto in istio.io/api.
+var telemetryVersions = []string{"v1", "v1alpha1"}
 
 // All returns every schema, in Kind order.
 func All() []Schema { return all }

@@ -12,8 +12,16 @@ func TestByAPIVersion(t *testing.T) {
 			t.Errorf("%s: %v %v", v, s.Kind, err)
 		}
 	}
+	for _, v := range []string{"v1", "v1alpha1"} {
+		s, err := ByAPIVersion("telemetry.istio.io/"+v, "Telemetry")
+		if err != nil || s.Kind != Telemetry {
+			t.Errorf("telemetry %s: %v %v", v, s.Kind, err)
+		}
+	}
 	for _, tc := range []struct{ apiVersion, kind, want string }{
 		{"networking.istio.io/v2", "Gateway", `version "v2" of Gateway is not supported`},
+		{"telemetry.istio.io/v1beta1", "Telemetry", `version "v1beta1" of Telemetry is not supported`},
+		{"networking.istio.io/v1", "Telemetry", `kind "Telemetry" in "networking.istio.io/v1"`},
 		{"networking.istio.io", "Gateway", "want group/version"},
 		{"apps/v1", "Deployment", `kind "Deployment"`},
 		{"security.istio.io/v1", "Gateway", `kind "Gateway" in "security.istio.io/v1"`},

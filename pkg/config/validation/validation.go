@@ -1,7 +1,7 @@
 // Package validation checks config objects for semantic errors that the
 // schema alone does not catch. Every error names the field it is about.
 //
-// The rules follow Istio's validation of the networking kinds where a
+// The rules follow Istio's validation of the networking kinds and Telemetry where a
 // gateway control plane depends on them: a config that passes here must not
 // make Envoy reject (NACK) what the translators build from it. Each problem
 // is reported separately, so one pass shows a user everything that is wrong
@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
+	telemetryv1alpha1 "istio.io/api/telemetry/v1alpha1"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -42,6 +43,10 @@ func Validate(c config.Config) error {
 	case schema.ServiceEntry:
 		if spec, ok := specAs[networking.ServiceEntry](v, c); ok {
 			v.serviceEntry(spec)
+		}
+	case schema.Telemetry:
+		if spec, ok := specAs[telemetryv1alpha1.Telemetry](v, c); ok {
+			v.telemetry(spec)
 		}
 	default:
 		v.add("kind", "unknown kind %v", c.Kind)

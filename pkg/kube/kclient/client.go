@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -60,6 +61,7 @@ func New(cfg *rest.Config) (*Clients, error) {
 		rbac:   b.group("/apis", rbacv1.SchemeGroupVersion, kubeRL),
 		legacy: b.group("/apis", schema.GroupVersion{}, kubeRL),
 		istio:  b.group("/apis", istionetworkingv1.SchemeGroupVersion, istioRL),
+		tel:    b.group("/apis", istiotelemetryv1.SchemeGroupVersion, istioRL),
 		gw:     b.group("/apis", gatewayv1.SchemeGroupVersion, gwRL),
 	}
 	if b.err != nil {
@@ -106,7 +108,7 @@ func (b *builder) group(apiPath string, gv schema.GroupVersion, rl flowcontrol.R
 }
 
 type kube struct {
-	core, disc, net, apps, coord, authn, authz, rbac, istio, gw rest.Interface
+	core, disc, net, apps, coord, authn, authz, rbac, istio, tel, gw rest.Interface
 	// legacy has no group version: discovery's absolute paths.
 	legacy rest.Interface
 }
@@ -255,6 +257,14 @@ func (c istioNetworkingV1) DestinationRules(ns string) StatusResource[*istionetw
 
 func (c istioNetworkingV1) ServiceEntries(ns string) StatusResource[*istionetworkingv1.ServiceEntry, *istionetworkingv1.ServiceEntryList] {
 	return client(c.k.istio, "serviceentries", ns, false, func() *istionetworkingv1.ServiceEntry { return &istionetworkingv1.ServiceEntry{} }, func() *istionetworkingv1.ServiceEntryList { return &istionetworkingv1.ServiceEntryList{} })
+}
+
+func (i istio) TelemetryV1() IstioTelemetryV1 { return istioTelemetryV1(i) }
+
+type istioTelemetryV1 struct{ k *kube }
+
+func (c istioTelemetryV1) Telemetries(ns string) StatusResource[*istiotelemetryv1.Telemetry, *istiotelemetryv1.TelemetryList] {
+	return client(c.k.tel, "telemetries", ns, false, func() *istiotelemetryv1.Telemetry { return &istiotelemetryv1.Telemetry{} }, func() *istiotelemetryv1.TelemetryList { return &istiotelemetryv1.TelemetryList{} })
 }
 
 type gatewayAPI struct{ k *kube }

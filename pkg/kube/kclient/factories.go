@@ -4,7 +4,9 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istiolisters "istio.io/client-go/pkg/listers/networking/v1"
+	istiotelemetrylisters "istio.io/client-go/pkg/listers/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -99,7 +101,7 @@ func (f *KubeFactory) RoleBindings() Typed[rbaclisters.RoleBindingLister] {
 	return typed(Informer(f.Factory, f.c.RbacV1().RoleBindings(f.Namespace), &rbacv1.RoleBinding{}), rbaclisters.NewRoleBindingLister)
 }
 
-// IstioFactory is a Factory of Istio's networking kinds.
+// IstioFactory is a Factory of Istio's networking kinds and Telemetry.
 type IstioFactory struct {
 	*Factory
 	c Istio
@@ -124,6 +126,10 @@ func (f *IstioFactory) DestinationRules() Typed[istiolisters.DestinationRuleList
 
 func (f *IstioFactory) ServiceEntries() Typed[istiolisters.ServiceEntryLister] {
 	return typed(Informer(f.Factory, f.c.NetworkingV1().ServiceEntries(f.Namespace), &istionetworkingv1.ServiceEntry{}), istiolisters.NewServiceEntryLister)
+}
+
+func (f *IstioFactory) Telemetries() Typed[istiotelemetrylisters.TelemetryLister] {
+	return typed(Informer(f.Factory, f.c.TelemetryV1().Telemetries(f.Namespace), &istiotelemetryv1.Telemetry{}), istiotelemetrylisters.NewTelemetryLister)
 }
 
 // GatewayFactory is a Factory of the Gateway API's kinds.

@@ -2,6 +2,7 @@ package kclient
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -80,10 +81,16 @@ type RbacV1 interface {
 	RoleBindings(namespace string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList]
 }
 
-// Istio is Istio's networking.istio.io/v1 API, in the shape of Istio's
-// clientset.
+// Istio is Istio's networking.istio.io/v1 and telemetry.istio.io/v1 APIs,
+// in the shape of Istio's clientset.
 type Istio interface {
 	NetworkingV1() IstioNetworkingV1
+	TelemetryV1() IstioTelemetryV1
+}
+
+// IstioTelemetryV1 is the telemetry.istio.io/v1 group.
+type IstioTelemetryV1 interface {
+	Telemetries(namespace string) StatusResource[*istiotelemetryv1.Telemetry, *istiotelemetryv1.TelemetryList]
 }
 
 // IstioNetworkingV1 is the networking.istio.io/v1 group.

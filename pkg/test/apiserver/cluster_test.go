@@ -176,7 +176,8 @@ func TestAdminKubeconfig(t *testing.T) {
 	}
 }
 
-// Istio's networking CRDs are served as networking.istio.io/v1.
+// Istio's CRDs are served: the networking kinds as networking.istio.io/v1,
+// Telemetry as telemetry.istio.io/v1 and v1alpha1.
 func TestIstioCRDsServed(t *testing.T) {
 	c := cluster.Get(t)
 	res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("networking.istio.io/v1")
@@ -193,6 +194,16 @@ func TestIstioCRDsServed(t *testing.T) {
 	want := []string{"destinationrules", "gateways", "serviceentries", "virtualservices"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("networking.istio.io/v1 serves %v, want %v", got, want)
+	}
+	// Telemetry is served as istiod reads it: v1 and v1alpha1.
+	for _, gv := range []string{"telemetry.istio.io/v1", "telemetry.istio.io/v1alpha1"} {
+		res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			t.Fatalf("%s: %v", gv, err)
+		}
+		if !slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name == "telemetries" }) {
+			t.Errorf("%s does not serve telemetries: %v", gv, res.APIResources)
+		}
 	}
 }
 

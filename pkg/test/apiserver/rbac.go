@@ -26,6 +26,7 @@ func setupRestrictedRoles(ctx context.Context, cs kubernetes.Interface) error {
 		ObjectMeta: metav1.ObjectMeta{Name: restrictedRole},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"networking.istio.io"}, Resources: []string{"gateways", "virtualservices", "destinationrules", "serviceentries"}, Verbs: read},
+			{APIGroups: []string{"telemetry.istio.io"}, Resources: []string{"telemetries"}, Verbs: read},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: read},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: []string{"update"}},
 			{APIGroups: []string{""}, Resources: []string{"services", "pods", "secrets"}, Verbs: read},

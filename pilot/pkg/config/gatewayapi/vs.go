@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
@@ -78,6 +79,9 @@ func (c *converter) virtualServices() []config.Config {
 		names[g.Namespace+"/"+name] = true
 		out = append(out, config.Config{
 			Meta: config.Meta{Kind: schema.VirtualService, Namespace: g.Namespace, Name: name,
+				// Its routes' statistics are named after the Gateway API
+				// routes they came from (route names), not after it.
+				Annotations:       map[string]string{model.GatewayAPIRoutesAnnotation: "true"},
 				CreationTimestamp: g.CreationTimestamp.Time, Source: Source("Gateway", g)},
 			Spec: vs,
 		})

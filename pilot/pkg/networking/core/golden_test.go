@@ -91,15 +91,17 @@ func translateWith(t *testing.T, file string, data []byte, caches Caches) transl
 		}
 		valid = append(valid, c)
 	}
-	push := model.NewPushContext(memory.New(valid), kube.registries()...)
+	push := model.NewScopedPushContext(model.Scoping{Mesh: meshConfig(t, data)}, memory.New(valid), kube.registries()...)
 	errs = append(errs, push.Errors...)
-	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data)}
+	proxy := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: proxyLabels(t, data), ProxyConfig: proxyConfig(t, data)}
 	if ns, ok := header(data, "proxy-namespace"); ok {
 		proxy.Namespace = ns
 	}
 	// The proxy's view: DestinationRules, services and VirtualServices as
-	// its namespace sees them (model.PushContext.ForProxy).
+	// its namespace sees them (model.PushContext.ForProxy), and its
+	// gateway topology, as the server keys its group by them.
 	view := push.ForProxy(proxy)
+	view = view.WithGatewayTopology(view.GatewayTopologyFor(proxy))
 	tr := translation{
 		gateway:  BuildGatewayCached(view, push.GatewaysForProxy(proxy), kube, scope, caches),
 		services: BuildServices(view),

@@ -9,9 +9,10 @@ import (
 
 // gatewayListener is the listener of a gateway port, as every kind of port
 // (HTTP, TLS, TCP) builds it: named like Istio's ("0.0.0.0_443"), bound to
-// every address, with chains.
-func gatewayListener(port uint32, chains []*listenerv3.FilterChain) *listenerv3.Listener {
-	return &listenerv3.Listener{
+// every address, with chains, and with the PROXY protocol listener filter
+// first when topo asks for it (client_ip.go).
+func gatewayListener(port uint32, topo model.GatewayTopology, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	l := &listenerv3.Listener{
 		Name: model.ListenerName(port),
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 			Address:       "0.0.0.0",
@@ -22,4 +23,8 @@ func gatewayListener(port uint32, chains []*listenerv3.FilterChain) *listenerv3.
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		FilterChains:     chains,
 	}
+	if topo.ProxyProtocol {
+		l.ListenerFilters = []*listenerv3.ListenerFilter{proxyProtocolFilter()}
+	}
+	return l
 }

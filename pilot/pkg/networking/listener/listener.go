@@ -8,7 +8,11 @@
 // SNI, terminating ones with their tcp route (tlsport.go, passthrough.go,
 // tcp.go); plain TCP ports get a TCP proxy. It also builds the SDS secrets
 // those chains reference: certificates (secret.go) and the CAs that
-// verify client certificates (tls_secrets.go, mtls.go).
+// verify client certificates (tls_secrets.go, mtls.go). The proxy's
+// gateway topology (model.GatewayTopology, carried by the push context)
+// sets how the client address and certificate reach backends: trusted
+// X-Forwarded-For hops, x-forwarded-client-cert, the PROXY protocol
+// (client_ip.go).
 package listener
 
 import (
@@ -46,8 +50,9 @@ var HTTPFilterNames = []string{wellknown.Fault, wellknown.CORS, wellknown.Router
 func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]*listenerv3.Listener, []*config.Error) {
 	var out []*listenerv3.Listener
 	var errs []*config.Error
+	topo := push.GatewayTopology()
 	for _, port := range mg.HTTPPorts {
-		l, err := buildListener(port)
+		l, err := buildListener(port, topo)
 		if err == nil {
 			err = l.ValidateAll()
 		}
@@ -78,10 +83,10 @@ func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]
 	return out, errs
 }
 
-func buildListener(port uint32) (*listenerv3.Listener, error) {
+func buildListener(port uint32, topo model.GatewayTopology) (*listenerv3.Listener, error) {
 	// Validation of the listener does not look inside Any fields, so the
 	// connection manager is checked on its own.
-	cm := ConnectionManager(port)
+	cm := ConnectionManager(port, topo)
 	if err := cm.ValidateAll(); err != nil {
 		return nil, err
 	}
@@ -89,7 +94,7 @@ func buildListener(port uint32) (*listenerv3.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gatewayListener(port, []*listenerv3.FilterChain{{
+	return gatewayListener(port, topo, []*listenerv3.FilterChain{{
 		Filters: []*listenerv3.Filter{{
 			Name:       wellknown.HTTPConnectionManager,
 			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
@@ -98,14 +103,15 @@ func buildListener(port uint32) (*listenerv3.Listener, error) {
 }
 
 // ConnectionManager is the HTTP connection manager of the gateway listener
-// on port, with the defaults Istio gives gateways.
-func ConnectionManager(port uint32) *hcmv3.HttpConnectionManager {
-	return connectionManager(port, model.RouteName(port))
+// on port, with the defaults Istio gives gateways and the client address
+// and certificate handling of topo.
+func ConnectionManager(port uint32, topo model.GatewayTopology) *hcmv3.HttpConnectionManager {
+	return connectionManager(port, model.RouteName(port), topo)
 }
 
 // connectionManager is the gateway connection manager on port fetching
-// route configuration routeName.
-func connectionManager(port uint32, routeName string) *hcmv3.HttpConnectionManager {
+// route configuration routeName, for proxies of topology topo.
+func connectionManager(port uint32, routeName string, topo model.GatewayTopology) *hcmv3.HttpConnectionManager {
 	filters := make([]*hcmv3.HttpFilter, 0, len(HTTPFilterNames))
 	for _, f := range []struct {
 		name string
@@ -114,7 +120,7 @@ func connectionManager(port uint32, routeName string) *hcmv3.HttpConnectionManag
 		a, _ := anypb.New(f.cfg) // empty well-known messages always encode
 		filters = append(filters, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}})
 	}
-	return &hcmv3.HttpConnectionManager{
+	cm := &hcmv3.HttpConnectionManager{
 		StatPrefix: "outbound_" + model.ListenerName(port),
 		// AUTO serves HTTP/1.1 and HTTP/2 (prior knowledge or ALPN) on
 		// every port, which HTTP2 and GRPC servers need and HTTP ones
@@ -125,11 +131,11 @@ func connectionManager(port uint32, routeName string) *hcmv3.HttpConnectionManag
 			RouteConfigName: routeName,
 		}},
 		HttpFilters: filters,
-		// The gateway is the edge: the peer address is the client, and
-		// X-Forwarded-For is appended to rather than trusted.
-		UseRemoteAddress: wrapperspb.Bool(true),
-		// A client-supplied X-Forwarded-Client-Cert is never passed on.
-		ForwardClientCertDetails: hcmv3.HttpConnectionManager_SANITIZE_SET,
+		// The gateway is the edge: the client address is the peer's (or
+		// the PROXY header's), X-Forwarded-For is appended to, and only
+		// the entries the topology's trusted proxies added are believed.
+		UseRemoteAddress:  wrapperspb.Bool(true),
+		XffNumTrustedHops: topo.NumTrustedProxies,
 		// Istio's default (BASE) path normalisation: RFC 3986 dot-segment
 		// and case normalisation so "/a/../admin" cannot dodge a "/admin"
 		// rule; escaped slashes are left alone and slashes not merged.
@@ -140,6 +146,8 @@ func connectionManager(port uint32, routeName string) *hcmv3.HttpConnectionManag
 		StreamIdleTimeout: durationpb.New(0 * time.Second),
 		UpgradeConfigs:    []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 	}
+	applyClientCertDetails(cm, topo)
+	return cm
 }
 
 // adsConfigSource fetches over the ADS stream, without Envoy's initial

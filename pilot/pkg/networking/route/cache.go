@@ -77,6 +77,10 @@ type cacheKey struct {
 	gateway string
 	port    uint32
 	tls     bool
+	// gatewayAPI: the VirtualService carries
+	// model.GatewayAPIRoutesAnnotation, which names its routes' statistics
+	// and is not part of the spec.
+	gatewayAPI bool
 }
 
 type cacheEntry struct {
@@ -154,7 +158,8 @@ func (c *Cache) routes(ctx routeContext, gatewayKey string, r *reporter) []built
 	if c == nil {
 		return buildVirtualServiceRoutes(ctx, gatewayKey, r)
 	}
-	key := cacheKey{view: ctx.push.View(), vs: ctx.vs.Key(), source: ctx.vs.Source, gateway: gatewayKey, port: ctx.port, tls: ctx.tls}
+	key := cacheKey{view: ctx.push.View(), vs: ctx.vs.Key(), source: ctx.vs.Source, gateway: gatewayKey, port: ctx.port, tls: ctx.tls,
+		gatewayAPI: ctx.vs.Annotations[model.GatewayAPIRoutesAnnotation] != ""}
 	c.mu.Lock()
 	c.turn(ctx.push.Base())
 	spec := c.specHash(ctx.vs.Spec)

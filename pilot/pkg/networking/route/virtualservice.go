@@ -35,6 +35,10 @@ func buildVirtualServiceRoutes(ctx routeContext, gatewayKey string, r *reporter)
 		field := fmt.Sprintf("spec.http[%d]", i)
 		p := &problems{r: r, c: ctx.vs}
 		tmpl := translateAction(ctx, http, field, p)
+		if tmpl != nil {
+			// Per-route statistics named after the rule (stats.go).
+			tmpl.StatPrefix = routeStatPrefix(ctx.vs, i, http.GetName())
+		}
 
 		matches := http.GetMatch()
 		if len(matches) == 0 {

@@ -34,6 +34,13 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 		if v := push.View(); v != "" {
 			key += "/view/" + v
 		}
+		// And the proxy's gateway topology (its PROXY_CONFIG, else the
+		// mesh default): trusted hops, client certificate details and
+		// the PROXY protocol change its listeners.
+		if topo := push.GatewayTopologyFor(p); topo.Key() != "" {
+			key += "/topology/" + topo.Key()
+			push = push.WithGatewayTopology(topo)
+		}
 		if g, ok := st.Groups[key]; ok {
 			if !g.secretsFor(p.Identity) {
 				// The generator returned secrets the Gateways and

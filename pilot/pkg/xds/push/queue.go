@@ -133,7 +133,12 @@ func mergeInto(merged *atomic.Pointer[model.PushRequest], a, b *model.PushReques
 	if a.Start.IsZero() || (!b.Start.IsZero() && b.Start.Before(a.Start)) {
 		a.Start = b.Start
 	}
-	maps.Copy(a.ConfigsUpdated, b.ConfigsUpdated)
+	// As in Merge, an empty set (everything) stays empty.
+	if len(b.ConfigsUpdated) == 0 {
+		clear(a.ConfigsUpdated)
+	} else if len(a.ConfigsUpdated) > 0 {
+		maps.Copy(a.ConfigsUpdated, b.ConfigsUpdated)
+	}
 	for r, n := range b.Reasons {
 		a.Reasons[r] += n
 	}

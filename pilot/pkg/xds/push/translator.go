@@ -14,6 +14,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/grpcgen"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
@@ -26,7 +27,11 @@ type Options struct {
 	// ServiceEntries.
 	Registries []model.ServiceDiscovery
 	// Scoping is how config of one namespace reaches proxies of another.
+	// An empty RootNamespace means the mesh config's rootNamespace.
 	Scoping model.Scoping
+	// Mesh returns the mesh config in force, read once per full push (its
+	// snapshot is the push context's Mesh). nil means istiod's defaults.
+	Mesh func() *mesh.Config
 	// Generator translates config. Required.
 	Generator core.Generator
 	// SecretAuthorizer and GatewaySecretGrants decide which Secrets of
@@ -59,6 +64,7 @@ type Translator struct {
 	store      model.ConfigStore
 	registries []model.ServiceDiscovery
 	scoping    model.Scoping
+	mesh       func() *mesh.Config
 	gen        core.Generator
 	warm       bool
 	authz      model.SecretAuthorizer
@@ -82,6 +88,7 @@ func New(opts Options) *Translator {
 		store:        opts.Store,
 		registries:   opts.Registries,
 		scoping:      opts.Scoping,
+		mesh:         opts.Mesh,
 		gen:          opts.Generator,
 		warm:         opts.WarmGateways,
 		authz:        opts.SecretAuthorizer,
@@ -133,7 +140,7 @@ func (t *Translator) Next(prev *State, req *model.PushRequest) *State {
 		st = &State{Push: prev.Push.WithRouting(t.store), Groups: map[string]*Group{}, Clusters: prev.Clusters, Endpoints: prev.Endpoints,
 			serviceErrors: prev.serviceErrors, endpointErrors: prev.endpointErrors, upstream: prev.upstream, Views: maps.Clone(prev.Views)}
 	case full:
-		pc := model.NewScopedPushContext(t.scoping, t.store, t.registries...)
+		pc := model.NewScopedPushContext(t.pushScoping(), t.store, t.registries...)
 		svc, err := t.buildServices(pc)
 		if err != nil {
 			// Sending empty clusters would take every route down; keep the
@@ -146,6 +153,22 @@ func (t *Translator) Next(prev *State, req *model.PushRequest) *State {
 		st.Clusters, st.Endpoints, st.serviceErrors = serviceResources(t.intern, "", svc)
 	}
 	return st
+}
+
+// pushScoping is the scoping of a new full push: the mesh config in force
+// now, and its rootNamespace unless the options name one (an explicit
+// --root-namespace wins).
+func (t *Translator) pushScoping() model.Scoping {
+	sc := t.scoping
+	if t.mesh == nil {
+		return sc
+	}
+	m := t.mesh()
+	sc.Mesh = m
+	if sc.RootNamespace == "" && m != nil {
+		sc.RootNamespace = m.Mesh.GetRootNamespace()
+	}
+	return sc
 }
 
 // routingOnly reports whether a full push changes only Gateways and

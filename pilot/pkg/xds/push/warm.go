@@ -77,7 +77,10 @@ func (t *Translator) warmGateway(st *State, key string, gws []config.Config) (er
 		}
 	}()
 	t.translations.WithLabelValues("gateway-warm").Inc()
-	res := t.gen.BuildGateway(st.Push, gws, model.SecretScope{Authorizer: t.authz, Grants: t.grants})
+	// The proxy that connects is most likely one without PROXY_CONFIG:
+	// warm with the mesh default topology, as it will be translated.
+	push := st.Push.WithGatewayTopology(st.Push.GatewayTopologyFor(&model.Proxy{}))
+	res := t.gen.BuildGateway(push, gws, model.SecretScope{Authorizer: t.authz, Grants: t.grants})
 	res.Secrets, res.UpstreamSecrets = nil, nil
 	gatewayResources(t.intern, "warm/"+key, res)
 	return nil

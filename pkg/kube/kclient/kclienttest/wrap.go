@@ -5,6 +5,7 @@ package kclienttest
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -153,6 +154,14 @@ func (c istioNetworkingV1) DestinationRules(ns string) kclient.StatusResource[*i
 
 func (c istioNetworkingV1) ServiceEntries(ns string) kclient.StatusResource[*istionetworkingv1.ServiceEntry, *istionetworkingv1.ServiceEntryList] {
 	return c.cs.NetworkingV1().ServiceEntries(ns)
+}
+
+func (i istio) TelemetryV1() kclient.IstioTelemetryV1 { return istioTelemetryV1(i) }
+
+type istioTelemetryV1 struct{ cs istioclient.Interface }
+
+func (c istioTelemetryV1) Telemetries(ns string) kclient.StatusResource[*istiotelemetryv1.Telemetry, *istiotelemetryv1.TelemetryList] {
+	return c.cs.TelemetryV1().Telemetries(ns)
 }
 
 type gatewayAPI struct{ cs gwclient.Interface }

@@ -3,6 +3,7 @@ package crdclient
 import (
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -11,8 +12,9 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
-// apiVersion is the networking.istio.io version the controller watches.
-const apiVersion = "networking.istio.io/v1"
+// apiVersion is the version of a kind's group the controller watches:
+// networking.istio.io/v1, telemetry.istio.io/v1.
+func apiVersion(kind schema.Kind) string { return schema.ByKind(kind).Group + "/v1" }
 
 // Source returns the config.Meta Source of a Kubernetes object,
 // "kube://namespace/name".
@@ -36,6 +38,8 @@ func convert(obj any) (cfg config.Config, meta *metav1.ObjectMeta, ok bool) {
 		return build(schema.DestinationRule, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
 	case *networkingv1.ServiceEntry:
 		return build(schema.ServiceEntry, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
+	case *telemetryv1.Telemetry:
+		return build(schema.Telemetry, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
 	}
 	return config.Config{}, nil, false
 }
@@ -71,7 +75,7 @@ func unwrapTombstone(obj any) any {
 // recorder free of Istio types.
 func objectReference(kind schema.Kind, m *metav1.ObjectMeta) *corev1.ObjectReference {
 	return &corev1.ObjectReference{
-		APIVersion:      apiVersion,
+		APIVersion:      apiVersion(kind),
 		Kind:            kind.String(),
 		Namespace:       m.Namespace,
 		Name:            m.Name,

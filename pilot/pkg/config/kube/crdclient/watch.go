@@ -33,6 +33,10 @@ type watch struct {
 	mu        sync.Mutex
 	deniedMsg string
 	deniedRV  string
+	// missing marks a refusal because the resource does not exist (its
+	// CRD is not installed): reported as a warning, since a cluster
+	// without it is a valid setup.
+	missing bool
 }
 
 // isDenied reports whether the last list or watch was refused and
@@ -67,6 +71,8 @@ func informerFor(f *kclient.IstioFactory, k schema.Kind) (cache.SharedIndexInfor
 		return f.DestinationRules().Informer(), nil
 	case schema.ServiceEntry:
 		return f.ServiceEntries().Informer(), nil
+	case schema.Telemetry:
+		return f.Telemetries().Informer(), nil
 	}
 	return nil, fmt.Errorf("crdclient: kind %s has no informer", k)
 }
@@ -116,22 +122,32 @@ func (w *watch) resource() string {
 }
 
 // onWatchError runs on the informer's goroutine when a list or watch
-// fails. The reflector retries with backoff by itself; a refusal by RBAC
-// is reported once (and again if it recurs after access was granted) and
-// lets the first sync proceed without this watch.
+// fails. The reflector retries with backoff by itself; a refusal by RBAC,
+// or a resource the API server does not have (its CRD is not installed,
+// as the Telemetry CRD may not be where only the networking CRDs were
+// applied), is reported once (and again if it recurs after it was
+// resolved) and lets the first sync proceed without this watch.
 func (w *watch) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
-	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+	var msg, logMsg string
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		logMsg = "kubernetes watch forbidden"
+		msg = fmt.Sprintf("cannot list/watch %s: %v; objects there are not served until access is granted (check the RBAC of the control plane's service account, or --watch-namespaces)", w.resource(), err)
+	case apierrors.IsNotFound(err):
+		logMsg = "kubernetes resource not found: CRD not installed"
+		msg = fmt.Sprintf("cannot list/watch %s: %v; objects of this kind are not served until its CRD is installed (manifests/crds)", w.resource(), err)
+	default:
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 		return
 	}
-	msg := fmt.Sprintf("cannot list/watch %s: %v; objects there are not served until access is granted (check the RBAC of the control plane's service account, or --watch-namespaces)", w.resource(), err)
 	w.mu.Lock()
 	changed := w.deniedMsg != msg
 	w.deniedMsg = msg
 	w.deniedRV = w.informer.LastSyncResourceVersion()
+	w.missing = apierrors.IsNotFound(err)
 	w.mu.Unlock()
 	if !w.denied.Swap(true) || changed {
-		w.c.log.Error("kubernetes watch forbidden", "resource", w.resource(), "namespace", w.namespace, "kind", w.kind.String(), "error", err)
+		w.c.log.Error(logMsg, "resource", w.resource(), "namespace", w.namespace, "kind", w.kind.String(), "error", err)
 	}
 }
 
@@ -146,7 +162,7 @@ func (w *watch) deniedError() *config.Error {
 	if w.namespace == "" {
 		src = "kube://*"
 	}
-	return &config.Error{Source: src, Key: config.Key{Kind: w.kind, Namespace: w.namespace}, Message: w.deniedMsg}
+	return &config.Error{Source: src, Key: config.Key{Kind: w.kind, Namespace: w.namespace}, Message: w.deniedMsg, Warning: w.missing}
 }
 
 // enqueue converts obj on the informer's goroutine, so the task holds a

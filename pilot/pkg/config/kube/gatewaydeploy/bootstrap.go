@@ -21,7 +21,10 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/envoystats"
 )
 
 // Paths inside the gateway pod. The ConfigMap (bootstrap and root
@@ -54,6 +57,8 @@ type bootstrapInput struct {
 	XDSAddress string
 	// RootCert: the certificate file exists in the ConfigMap.
 	RootCert bool
+	// ProxyConfig is sent as PROXY_CONFIG when set (proxyconfig.go).
+	ProxyConfig *meshconfig.ProxyConfig
 }
 
 // renderBootstrap renders the Envoy bootstrap of a Gateway's proxies as
@@ -69,11 +74,19 @@ func renderBootstrap(in bootstrapInput) ([]byte, error) {
 	for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
 		labels[k] = in.Labels[k]
 	}
-	md, err := structpb.NewStruct(map[string]any{
+	fields := map[string]any{
 		"NAMESPACE":  in.Namespace,
 		"CLUSTER_ID": in.ClusterID,
 		"LABELS":     labels,
-	})
+	}
+	if in.ProxyConfig != nil {
+		pc, err := proxyConfigMetadata(in.ProxyConfig)
+		if err != nil {
+			return nil, err
+		}
+		fields["PROXY_CONFIG"] = pc
+	}
+	md, err := structpb.NewStruct(fields)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +152,9 @@ func renderBootstrap(in bootstrapInput) ([]byte, error) {
 			}},
 		},
 		Admin: &bootstrapv3.Admin{Address: socket("127.0.0.1", adminPort)},
+		// Per-route statistics as one metric with virtual_host and route
+		// labels (see pkg/envoystats).
+		StatsConfig: envoystats.StatsConfig(),
 	}
 	if err := b.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("gateway bootstrap: %w", err)

@@ -30,7 +30,10 @@
 //     ADS over TLS to Wayfinder's secure port with a projected token of
 //     the ServiceAccount, as manifests/envoy/bootstrap-tls.yaml, Istio's
 //     node ID router~IP~POD.NAMESPACE~NAMESPACE.svc.SUFFIX from the
-//     downward API, and metadata NAMESPACE, CLUSTER_ID and LABELS. The
+//     downward API, and metadata NAMESPACE, CLUSTER_ID and LABELS, and
+//     PROXY_CONFIG when the Gateway has a proxy.istio.io/config
+//     annotation (merged over the mesh defaultConfig, as istio-agent
+//     does; ProxyConfigAnnotation). The
 //     pods are labelled gateway.networking.k8s.io/gateway-name: GATEWAY,
 //     which the converted Istio Gateways select. A new bootstrap changes
 //     a pod-template annotation, so the pods roll.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -66,6 +67,11 @@ type Options struct {
 	// TokenAudience of the projected ServiceAccount token the proxies
 	// present; default "wayfinder" (one of --token-audiences).
 	TokenAudience string
+	// DefaultProxyConfig returns the mesh config's defaultConfig in
+	// force, which a Gateway's proxy.istio.io/config annotation is merged
+	// over (ProxyConfigAnnotation); nil: istiod's defaults. A change
+	// re-renders only annotated Gateways, whose pods then roll.
+	DefaultProxyConfig func() *meshconfig.ProxyConfig
 }
 
 // WithDefaults fills in what is not set.

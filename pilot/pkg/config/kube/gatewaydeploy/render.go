@@ -88,9 +88,13 @@ func Render(g *gw.Gateway, opts Options) (Objects, error) {
 			}},
 		}
 	}
+	pc, err := proxyConfig(g, opts)
+	if err != nil {
+		return Objects{}, err
+	}
 	boot, err := renderBootstrap(bootstrapInput{
 		Cluster: name + "." + g.Namespace, Namespace: g.Namespace, Labels: podLabels, ClusterID: opts.ClusterID,
-		XDSAddress: opts.XDSAddress, RootCert: len(opts.RootCertPEM) > 0,
+		XDSAddress: opts.XDSAddress, RootCert: len(opts.RootCertPEM) > 0, ProxyConfig: pc,
 	})
 	if err != nil {
 		return Objects{}, fmt.Errorf("Gateway %s/%s: %w", g.Namespace, g.Name, err)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
 	listersv1 "istio.io/client-go/pkg/listers/networking/v1"
+	telemetrylisters "istio.io/client-go/pkg/listers/telemetry/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -92,15 +93,19 @@ func (o *IstioOptions) defaults() error {
 }
 
 // IstioWriter writes status.conditions and status.validationMessages of
-// Gateways, VirtualServices, DestinationRules and ServiceEntries while
-// this replica holds its Lease.
+// Gateways, VirtualServices, DestinationRules, ServiceEntries and
+// Telemetries while this replica holds its Lease.
 type IstioWriter struct {
 	opts      IstioOptions
 	factories []*kclient.IstioFactory
-	listers   []istioListers
-	regs      []cache.ResourceEventHandlerRegistration
-	kick      chan struct{}
-	bucket    *bucket
+	// synced are the networking informers writing waits for. The
+	// Telemetry informer is left out: its CRD may not be installed, and
+	// the other kinds' status must not wait for it.
+	synced  []cache.InformerSynced
+	listers []istioListers
+	regs    []cache.ResourceEventHandlerRegistration
+	kick    chan struct{}
+	bucket  *bucket
 	// written remembers per object the resourceVersion a write was based
 	// on and what it wrote, so a cache that has not seen the write yet
 	// causes no second write. Used by the lead loop alone.
@@ -119,6 +124,7 @@ type istioListers struct {
 	vs listersv1.VirtualServiceLister
 	dr listersv1.DestinationRuleLister
 	se listersv1.ServiceEntryLister
+	tm telemetrylisters.TelemetryLister
 }
 
 // NewIstio sets up the informers; nothing is watched before Run.
@@ -145,15 +151,17 @@ func NewIstio(opts IstioOptions) (*IstioWriter, error) {
 	}
 	for _, f := range factories {
 		l := istioListers{gw: f.Gateways().Lister(), vs: f.VirtualServices().Lister(),
-			dr: f.DestinationRules().Lister(), se: f.ServiceEntries().Lister()}
+			dr: f.DestinationRules().Lister(), se: f.ServiceEntries().Lister(), tm: f.Telemetries().Lister()}
 		for _, inf := range []cache.SharedIndexInformer{f.Gateways().Informer(), f.VirtualServices().Informer(),
-			f.DestinationRules().Informer(), f.ServiceEntries().Informer()} {
+			f.DestinationRules().Informer(), f.ServiceEntries().Informer(), f.Telemetries().Informer()} {
 			reg, err := inf.AddEventHandler(every)
 			if err != nil {
 				return nil, fmt.Errorf("istio status: %w", err)
 			}
 			w.regs = append(w.regs, reg)
 		}
+		w.synced = append(w.synced, f.Gateways().Informer().HasSynced, f.VirtualServices().Informer().HasSynced,
+			f.DestinationRules().Informer().HasSynced, f.ServiceEntries().Informer().HasSynced)
 		w.factories, w.listers = append(w.factories, f), append(w.listers, l)
 	}
 	return w, nil
@@ -180,9 +188,7 @@ func (w *IstioWriter) Run(ctx context.Context) error {
 			f.Shutdown()
 		}
 	}()
-	for _, f := range w.factories {
-		f.WaitForCacheSync(ctx.Done())
-	}
+	cache.WaitForCacheSync(ctx.Done(), w.synced...)
 	return campaign(ctx, leaderelection.Options{
 		Client: w.opts.Kube, Namespace: w.opts.LeaseNamespace, Name: w.opts.LeaseName, Identity: w.opts.Identity,
 		LeaseDuration: w.opts.LeaseDuration, RenewDeadline: w.opts.RenewDeadline, RetryPeriod: w.opts.RetryPeriod,
@@ -288,10 +294,11 @@ func equalIgnoringTimes(a, b *metav1alpha1.IstioStatus) bool {
 	return proto.Equal(strip(a), strip(b))
 }
 
-// objects lists the four kinds from the caches, each with its update.
+// objects lists the five kinds from the caches, each with its update.
 func (w *IstioWriter) objects() ([]object, error) {
 	var out []object
 	nw := w.opts.Istio.NetworkingV1()
+	tw := w.opts.Istio.TelemetryV1()
 	for _, l := range w.listers {
 		gws, err := l.gw.List(labels.Everything())
 		if err != nil {
@@ -352,6 +359,22 @@ func (w *IstioWriter) objects() ([]object, error) {
 					cp.Status.Conditions, cp.Status.ValidationMessages, cp.Status.ObservedGeneration =
 						s.Conditions, s.ValidationMessages, s.ObservedGeneration
 					_, err := nw.ServiceEntries(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+					return err
+				}})
+		}
+		// Until the Telemetry informer has synced (or when its CRD is
+		// not installed) this lists what it has, possibly nothing.
+		tms, err := l.tm.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range tms {
+			out = append(out, object{key: config.Key{Kind: schema.Telemetry, Namespace: c.Namespace, Name: c.Name},
+				generation: c.Generation, rv: c.ResourceVersion, status: &c.Status,
+				update: func(ctx context.Context, s *metav1alpha1.IstioStatus) error {
+					cp := c.DeepCopy()
+					setStatus(&cp.Status, s)
+					_, err := tw.Telemetries(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 					return err
 				}})
 		}

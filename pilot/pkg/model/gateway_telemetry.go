@@ -1,0 +1,52 @@
+package model
+
+import (
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+)
+
+// GatewayTelemetry is the access logging and tracing of one gateway
+// group's listeners, as the telemetry translator
+// (pilot/pkg/networking/telemetry) built it from the mesh config and the
+// Telemetry objects for the group's proxies. The model only carries it:
+// the server computes it per proxy, keys the gateway group by it, and the
+// listener translator places it where istiod does. Its protos are shared:
+// read only.
+type GatewayTelemetry struct {
+	// HTTPAccessLogs go on every HTTP connection manager, TCPAccessLogs
+	// on every tcp_proxy, ListenerAccessLogs on every listener.
+	HTTPAccessLogs     []*accesslogv3.AccessLog
+	TCPAccessLogs      []*accesslogv3.AccessLog
+	ListenerAccessLogs []*accesslogv3.AccessLog
+	// Tracing and RequestIDExtension go on every HTTP connection manager;
+	// nil: none.
+	Tracing            *hcmv3.HttpConnectionManager_Tracing
+	RequestIDExtension *hcmv3.RequestIDExtension
+	// Problems say what the translator left out and why (a provider the
+	// mesh config does not have, a provider service with no cluster).
+	Problems []string
+}
+
+// GatewayTelemetry is the telemetry the listeners of ps are built with
+// (WithGatewayTelemetry); nil when none was set, and the listener
+// translator then computes the mesh-wide one itself.
+func (ps *PushContext) GatewayTelemetry() *GatewayTelemetry {
+	if ps == nil {
+		return nil
+	}
+	return ps.telemetry
+}
+
+// WithGatewayTelemetry returns ps building listeners with telemetry t,
+// sharing every index and the view of ps. What t depends on (the proxy's
+// namespace, labels, Gateway API gateway and PROXY_CONFIG) is part of the
+// gateway group key: the caller keys the translation by it.
+func (ps *PushContext) WithGatewayTelemetry(t *GatewayTelemetry) *PushContext {
+	if ps.telemetry == t {
+		return ps
+	}
+	next := *ps
+	next.base = ps.Base()
+	next.telemetry = t
+	return &next
+}
