@@ -73,7 +73,9 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 		t.Skip("opens 300 connections")
 	}
 	const stuck = 300
-	const sendTimeout = 3 * time.Second
+	// Long enough that 300 connections open before the first of them is
+	// closed, on a loaded 2-core machine too.
+	const sendTimeout = 10 * time.Second
 	files := baseFiles()
 	files["bulk.yaml"] = bulkServicesYAML(2000)
 	e := &env{t: t, dir: t.TempDir()}
@@ -92,7 +94,11 @@ func TestNeverReadingStreamsDoNotDelayOthers(t *testing.T) {
 	for i := range conns {
 		conns[i] = serverenv.NeverReadingGateway(t, e.server.GRPCAddr().String(), "stuck-"+strconv.Itoa(i))
 	}
-	poll.Until(t, "every stuck gateway connected", func() bool { return e.metricValue("pilot_xds") == stuck+1 }, poll.Timeout(30*time.Second), poll.Interval(20*time.Millisecond))
+	// Connected: open, or already closed at the send deadline if opening
+	// them all took longer than it.
+	poll.Until(t, "every stuck gateway connected", func() bool {
+		return e.metricValue("pilot_xds")+e.metricValue("pilot_xds_write_timeout") == stuck+1
+	}, poll.Timeout(30*time.Second), poll.Interval(20*time.Millisecond))
 
 	start := time.Now()
 	e.write("routes.yaml", routesYAML("/edited"))

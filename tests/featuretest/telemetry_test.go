@@ -37,8 +37,8 @@ spec:
 // A folder with a valid and an invalid Telemetry: the valid one is read
 // and listed in configz, the invalid one is skipped with an error naming
 // its file, object and field (in configz's errors and its per-object
-// status), and everything else in the folder is still served. Telemetry is
-// not applied to gateways yet, so the listeners do not change.
+// status), and everything else in the folder is still served; the valid
+// one's access logging reaches the gateway.
 func TestTelemetryReadValidatedReported(t *testing.T) {
 	e := newEnv(t, baseFiles())
 	c := e.gateway("gw-1", publicLabels, nil)
@@ -53,10 +53,11 @@ func TestTelemetryReadValidatedReported(t *testing.T) {
 	if !hasPrefix(s, "http.80", "bookinfo.example.com:80", "/reviews") {
 		t.Error("unrelated routes lost")
 	}
-	// Telemetry is not applied to gateways yet; the step that applies it
-	// replaces this check with the access logger it expects.
-	if s.Version(adsc.ListenerType) != before.Version(adsc.ListenerType) {
-		t.Error("listeners changed: Telemetry is not applied to gateways yet")
+	// The valid Telemetry names the built-in envoy provider: the gateway's
+	// connection manager logs to /dev/stdout (istiod's
+	// FileAccessLogFromMeshConfig).
+	if s.Version(adsc.ListenerType) == before.Version(adsc.ListenerType) || fileLogPath(s) != "/dev/stdout" {
+		t.Error("the gateway's connection manager has no /dev/stdout access logger from the Telemetry")
 	}
 
 	// The push that carried the VirtualService read the same folder scan.

@@ -50,3 +50,46 @@ func (ps *PushContext) WithGatewayTelemetry(t *GatewayTelemetry) *PushContext {
 	next.telemetry = t
 	return &next
 }
+
+// GetHTTPAccessLogs and the other getters read t's fields; nil t has none.
+func (t *GatewayTelemetry) GetHTTPAccessLogs() []*accesslogv3.AccessLog {
+	if t == nil {
+		return nil
+	}
+	return t.HTTPAccessLogs
+}
+
+func (t *GatewayTelemetry) GetTCPAccessLogs() []*accesslogv3.AccessLog {
+	if t == nil {
+		return nil
+	}
+	return t.TCPAccessLogs
+}
+
+func (t *GatewayTelemetry) GetListenerAccessLogs() []*accesslogv3.AccessLog {
+	if t == nil {
+		return nil
+	}
+	return t.ListenerAccessLogs
+}
+
+func (t *GatewayTelemetry) GetTracing() *hcmv3.HttpConnectionManager_Tracing {
+	if t == nil {
+		return nil
+	}
+	return t.Tracing
+}
+
+func (t *GatewayTelemetry) GetRequestIDExtension() *hcmv3.RequestIDExtension {
+	if t == nil {
+		return nil
+	}
+	return t.RequestIDExtension
+}
+
+func (t *GatewayTelemetry) GetProblems() []string {
+	if t == nil {
+		return nil
+	}
+	return t.Problems
+}

@@ -38,6 +38,12 @@ type Proxy struct {
 	// pod's ProxyConfig); nil when the node sent none, and the mesh
 	// config's defaultConfig applies (ProxyConfigOrDefault).
 	ProxyConfig *meshconfig.ProxyConfig
+	// ServiceCluster is the node's cluster (Envoy's --service-cluster),
+	// MeshID and IstioVersion the MESH_ID and ISTIO_VERSION metadata: the
+	// service name and span tags istiod's tracers report.
+	ServiceCluster string
+	MeshID         string
+	IstioVersion   string
 	// Identity is what the client proved on an authenticated port; nil
 	// on the plaintext port. Secrets are only ever sent to a proxy with an
 	// Identity (see the secure ADS port).
@@ -71,6 +77,9 @@ func ParseProxy(node *core.Node) (*Proxy, error) {
 	}
 	p.ClusterID = md["CLUSTER_ID"].GetStringValue()
 	p.Generator = md["GENERATOR"].GetStringValue()
+	p.ServiceCluster = node.GetCluster()
+	p.MeshID = md["MESH_ID"].GetStringValue()
+	p.IstioVersion = md["ISTIO_VERSION"].GetStringValue()
 	p.Labels = stringMap(md["LABELS"])
 	if v, ok := md[ProxyConfigMetadata]; ok {
 		pc, err := parseProxyConfig(v)

@@ -355,8 +355,9 @@ func (ps *PushContext) VirtualServicesBoundTo(gatewayKey string) []config.Config
 // carries its name, namespace and creation time, which decide how istiod
 // picks among Telemetries at one level; the spec is a
 // *telemetry/v1alpha1.Telemetry (v1 is an alias), shared: read only. A
-// change to a Telemetry is a full push (not a routing-only one). Nothing
-// is translated from them yet.
+// change to a Telemetry is a full push (not a routing-only one). The
+// telemetry translator (pilot/pkg/networking/telemetry) reads them for
+// each gateway's access logging and tracing (GatewayTelemetry).
 func (ps *PushContext) Telemetries() []config.Config { return ps.telemetries }
 
 // DestinationRules returns every DestinationRule, oldest first.

@@ -268,9 +268,16 @@ func TestAdmissionQueueIsBounded(t *testing.T) {
 		t.Errorf("admission owes %v tokens: in debt beyond the queue of 2", debt)
 	}
 
-	// The queued streams are admitted in turn.
+	// The queued streams are admitted in turn, one a second: which of them
+	// took the earlier token depends on which request the server read
+	// first, so the test counts admissions rather than naming the stream.
+	h.clock.Step(time.Second)
+	poll.Until(t, "one queued stream admitted", func() bool {
+		waiting, _ := h.s.limits.AdmissionQueue()
+		return waiting == 1
+	}, poll.Timeout(wait), poll.Interval(5*time.Millisecond))
+	h.clock.Step(time.Second)
 	for _, c := range queued {
-		h.clock.Step(time.Second)
 		c.syncFrom(c.next(resource.ClusterType))
 	}
 	first.barrier()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/telemetry"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/validation"
@@ -99,9 +100,10 @@ func translateWith(t *testing.T, file string, data []byte, caches Caches) transl
 	}
 	// The proxy's view: DestinationRules, services and VirtualServices as
 	// its namespace sees them (model.PushContext.ForProxy), and its
-	// gateway topology, as the server keys its group by them.
+	// gateway topology and telemetry, as the server keys its group by them.
 	view := push.ForProxy(proxy)
 	view = view.WithGatewayTopology(view.GatewayTopologyFor(proxy))
+	view = view.WithGatewayTelemetry(telemetry.ForProxy(view, proxy).Gateway())
 	tr := translation{
 		gateway:  BuildGatewayCached(view, push.GatewaysForProxy(proxy), kube, scope, caches),
 		services: BuildServices(view),

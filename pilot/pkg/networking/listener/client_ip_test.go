@@ -30,7 +30,7 @@ func TestForwardClientCertDetailsMapping(t *testing.T) {
 func TestClientCertDetailsOnlyWhereEnvoyReadsThem(t *testing.T) {
 	for v := range meshconfig.ForwardClientCertDetails_name {
 		mv := meshconfig.ForwardClientCertDetails(v)
-		cm := ConnectionManager(80, model.GatewayTopology{ForwardClientCertDetails: mv})
+		cm := ConnectionManager(80, model.GatewayTopology{ForwardClientCertDetails: mv}, nil)
 		if err := cm.ValidateAll(); err != nil {
 			t.Fatalf("%s: %v", mv, err)
 		}

@@ -12,7 +12,10 @@
 // gateway topology (model.GatewayTopology, carried by the push context)
 // sets how the client address and certificate reach backends: trusted
 // X-Forwarded-For hops, x-forwarded-client-cert, the PROXY protocol
-// (client_ip.go).
+// (client_ip.go). Its telemetry (model.GatewayTelemetry, also carried by
+// the push context) puts the access loggers on every connection manager,
+// tcp_proxy and listener, and the tracing and request ID extension on
+// every connection manager, where istiod puts them.
 package listener
 
 import (
@@ -34,6 +37,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/telemetry"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -50,9 +54,17 @@ var HTTPFilterNames = []string{wellknown.Fault, wellknown.CORS, wellknown.Router
 func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]*listenerv3.Listener, []*config.Error) {
 	var out []*listenerv3.Listener
 	var errs []*config.Error
-	topo := push.GatewayTopology()
+	if push != nil && push.GatewayTelemetry() == nil {
+		// The server sets each group's telemetry (it keys groups by it);
+		// a caller that did not gets the mesh-wide one.
+		push = push.WithGatewayTelemetry(telemetry.ForProxy(push, nil).Gateway())
+	}
+	topo, tel := push.GatewayTopology(), push.GatewayTelemetry()
+	for _, p := range tel.GetProblems() {
+		errs = append(errs, &config.Error{Source: "telemetry", Warning: true, Message: "access logging and tracing of this gateway: " + p})
+	}
 	for _, port := range mg.HTTPPorts {
-		l, err := buildListener(port, topo)
+		l, err := buildListener(port, topo, tel)
 		if err == nil {
 			err = l.ValidateAll()
 		}
@@ -83,10 +95,10 @@ func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]
 	return out, errs
 }
 
-func buildListener(port uint32, topo model.GatewayTopology) (*listenerv3.Listener, error) {
+func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry) (*listenerv3.Listener, error) {
 	// Validation of the listener does not look inside Any fields, so the
 	// connection manager is checked on its own.
-	cm := ConnectionManager(port, topo)
+	cm := connectionManager(port, model.RouteName(port), topo, tel)
 	if err := cm.ValidateAll(); err != nil {
 		return nil, err
 	}
@@ -94,7 +106,7 @@ func buildListener(port uint32, topo model.GatewayTopology) (*listenerv3.Listene
 	if err != nil {
 		return nil, err
 	}
-	return gatewayListener(port, topo, []*listenerv3.FilterChain{{
+	return gatewayListener(port, topo, tel, []*listenerv3.FilterChain{{
 		Filters: []*listenerv3.Filter{{
 			Name:       wellknown.HTTPConnectionManager,
 			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
@@ -104,14 +116,16 @@ func buildListener(port uint32, topo model.GatewayTopology) (*listenerv3.Listene
 
 // ConnectionManager is the HTTP connection manager of the gateway listener
 // on port, with the defaults Istio gives gateways and the client address
-// and certificate handling of topo.
-func ConnectionManager(port uint32, topo model.GatewayTopology) *hcmv3.HttpConnectionManager {
-	return connectionManager(port, model.RouteName(port), topo)
+// and certificate handling of topo and the access logging and tracing of
+// tel (nil: none).
+func ConnectionManager(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry) *hcmv3.HttpConnectionManager {
+	return connectionManager(port, model.RouteName(port), topo, tel)
 }
 
 // connectionManager is the gateway connection manager on port fetching
-// route configuration routeName, for proxies of topology topo.
-func connectionManager(port uint32, routeName string, topo model.GatewayTopology) *hcmv3.HttpConnectionManager {
+// route configuration routeName, for proxies of topology topo and
+// telemetry tel.
+func connectionManager(port uint32, routeName string, topo model.GatewayTopology, tel *model.GatewayTelemetry) *hcmv3.HttpConnectionManager {
 	filters := make([]*hcmv3.HttpFilter, 0, len(HTTPFilterNames))
 	for _, f := range []struct {
 		name string
@@ -147,6 +161,12 @@ func connectionManager(port uint32, routeName string, topo model.GatewayTopology
 		UpgradeConfigs:    []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 	}
 	applyClientCertDetails(cm, topo)
+	// Where istiod's buildHTTPConnectionManager puts them: the access
+	// loggers (setHTTPAccessLog), the tracing (configureTracing) and the
+	// UUID request ID extension it always sets.
+	cm.AccessLog = tel.GetHTTPAccessLogs()
+	cm.Tracing = tel.GetTracing()
+	cm.RequestIdExtension = tel.GetRequestIDExtension()
 	return cm
 }
 

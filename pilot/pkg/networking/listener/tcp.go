@@ -162,7 +162,9 @@ func (c l4Context) tcpProxy(vs *config.Config, dsts []*networking.RouteDestinati
 			Message: "every destination has weight 0; at least one needs a positive weight; route not used"})
 		return nil, false
 	}
-	tp := &tcpv3.TcpProxy{}
+	// istiod's setAccessLogAndBuildTCPFilter: every TCP proxy of a
+	// gateway (TCP, TLS passthrough and terminated TLS) logs.
+	tp := &tcpv3.TcpProxy{AccessLog: c.push.GatewayTelemetry().GetTCPAccessLogs()}
 	subset := ""
 	if len(dsts) == 1 {
 		tp.StatPrefix = first.Cluster

@@ -52,12 +52,12 @@ func (c sniClaims) claim(names []string, owner string) {
 // there is no listener.
 func buildTLSPortListener(push *model.PushContext, port uint32, https []model.HTTPSServer, tlsServers []model.TLSServer, errs *errorSet) *listenerv3.Listener {
 	claims := sniClaims{}
-	topo := push.GatewayTopology()
+	topo, tel := push.GatewayTopology(), push.GatewayTelemetry()
 	var chains []*listenerv3.FilterChain
 	var servers []model.GatewayServer
 	for _, s := range https {
 		servers = append(servers, s.GatewayServer)
-		fc, err := httpsFilterChain(port, s, topo)
+		fc, err := httpsFilterChain(port, s, topo, tel)
 		if err != nil {
 			errs.add(&config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
 				Message: fmt.Sprintf("filter chain for server %s on listener %s would be rejected by Envoy and is not built: %v", s.Server.GetPort().GetName(), model.ListenerName(port), err)})
@@ -84,7 +84,7 @@ func buildTLSPortListener(push *model.PushContext, port uint32, https []model.HT
 	if len(chains) == 0 {
 		return nil
 	}
-	l := gatewayListener(port, topo, chains)
+	l := gatewayListener(port, topo, tel, chains)
 	// SNI and ALPN are only known once the TLS inspector has read the
 	// ClientHello; istiod adds it when a chain matches names or
 	// terminates TLS, as here.
@@ -163,7 +163,7 @@ func buildTCPListener(push *model.PushContext, port uint32, s model.GatewayServe
 	if !ok {
 		return nil
 	}
-	l := gatewayListener(port, push.GatewayTopology(), []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{proxy}}})
+	l := gatewayListener(port, push.GatewayTopology(), push.GatewayTelemetry(), []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{proxy}}})
 	if err := l.ValidateAll(); err != nil {
 		errs.add(&config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
 			Message: fmt.Sprintf("listener %s would be rejected by Envoy and is not built: %v", model.ListenerName(port), err)})

@@ -12,6 +12,13 @@
 // tracer send to (outbound|PORT||HOST, for the cluster translator to
 // check; it builds no clusters).
 //
+// ForProxy (gateway.go) is how the server calls it: the push's mesh
+// config, Telemetry objects and root namespace and a model.Proxy, with
+// provider services resolved against the services the proxy's view sees,
+// so a provider whose cluster would not exist gets no logger or tracer.
+// Result.Gateway is what the listener translator places, and Key names it
+// for the gateway group key.
+//
 // It follows these istiod functions, read from the 1.29 release:
 //
 //   - which Telemetries apply: Telemetries.applicableTelemetries and

@@ -1,10 +1,17 @@
 package push
 
 import (
+	"encoding/hex"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/telemetry"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -41,6 +48,12 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 			key += "/topology/" + topo.Key()
 			push = push.WithGatewayTopology(topo)
 		}
+		// And its access logging and tracing, which the mesh config, the
+		// Telemetry objects selecting it (namespace, labels, Gateway API
+		// gateway) and its node (namespace, PROXY_CONFIG, cluster) decide:
+		// named by a hash of what they put on the listeners, so proxies
+		// with the same telemetry share a translation.
+		push, key = st.withTelemetry(push, p, key)
 		if g, ok := st.Groups[key]; ok {
 			if !g.secretsFor(p.Identity) {
 				// The generator returned secrets the Gateways and
@@ -176,4 +189,43 @@ func (t *Translator) proxylessGroup(last, st *State) *Group {
 		g.errors = append(g.errors, &config.Error{Source: "proxyless", Message: err.Error()})
 	}
 	return g
+}
+
+// proxyTelemetry is one proxy's telemetry and its key.
+type proxyTelemetry struct {
+	tel *model.GatewayTelemetry
+	key string
+}
+
+// withTelemetry returns push building p's listeners with p's telemetry,
+// and key extended by it.
+func (st *State) withTelemetry(push *model.PushContext, p *model.Proxy, key string) (*model.PushContext, string) {
+	in := telemetryInputKey(push, p)
+	pt, ok := st.telemetry[in]
+	if !ok {
+		tel := telemetry.ForProxy(push, p).Gateway()
+		pt = proxyTelemetry{tel: tel, key: telemetry.Key(tel)}
+		if st.telemetry == nil {
+			st.telemetry = map[string]proxyTelemetry{}
+		}
+		st.telemetry[in] = pt
+	}
+	return push.WithGatewayTelemetry(pt.tel), key + "/telemetry/" + pt.key
+}
+
+// telemetryInputKey names everything of p and its view that
+// telemetry.ForProxy reads besides the push itself.
+func telemetryInputKey(push *model.PushContext, p *model.Proxy) string {
+	var b strings.Builder
+	for _, s := range []string{push.View(), p.Namespace, p.ServiceCluster, p.MeshID, p.ClusterID, p.IstioVersion} {
+		b.WriteString(strconv.Quote(s))
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
+		b.WriteString(strconv.Quote(k) + "=" + strconv.Quote(p.Labels[k]))
+	}
+	if p.ProxyConfig != nil {
+		pc, _ := proto.MarshalOptions{Deterministic: true}.Marshal(p.ProxyConfig) // a parsed ProxyConfig always encodes
+		b.WriteString("|" + hex.EncodeToString(pc))
+	}
+	return b.String()
 }

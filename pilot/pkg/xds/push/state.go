@@ -31,6 +31,11 @@ type State struct {
 	// DestinationRules of its own, or one exportTo treats apart), built
 	// when a group first needs them. Written and read under the push lock.
 	Views map[string]*ServiceView
+	// telemetry is each distinct proxy's telemetry and its key
+	// (groups.go: withTelemetry), by what it depends on, so proxies alike
+	// share one computation per push. Written and read under the push
+	// lock.
+	telemetry map[string]proxyTelemetry
 }
 
 // ServiceView is the clusters and endpoints one proxy view gets instead
