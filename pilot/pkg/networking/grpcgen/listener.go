@@ -11,10 +11,9 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -62,11 +61,11 @@ func buildListenersAndRoutes(push *model.PushContext, r *reporter) ([]*listenerv
 // that had to change whenever the first fault appeared would race the
 // route update that uses it. With no per-route fault it does nothing.
 func apiListener(name string) (*listenerv3.Listener, error) {
-	fault, err := packAny(&faultv3.HTTPFault{})
+	fault, err := protoconv.Any(&faultv3.HTTPFault{})
 	if err != nil {
 		return nil, err
 	}
-	router, err := packAny(&routerv3.Router{})
+	router, err := protoconv.Any(&routerv3.Router{})
 	if err != nil {
 		return nil, err
 	}
@@ -87,20 +86,10 @@ func apiListener(name string) (*listenerv3.Listener, error) {
 	if err := hcm.ValidateAll(); err != nil {
 		return nil, err
 	}
-	a, err := packAny(hcm)
+	a, err := protoconv.Any(hcm)
 	if err != nil {
 		return nil, err
 	}
 	l := &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: a}}
 	return l, l.ValidateAll()
-}
-
-// packAny packs m deterministically, so equal input gives equal bytes and
-// equal snapshot versions.
-func packAny(m proto.Message) (*anypb.Any, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}, nil
 }

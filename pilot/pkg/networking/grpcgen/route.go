@@ -14,6 +14,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/cluster/policy"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/route"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -286,7 +287,7 @@ func buildAction(push *model.PushContext, vs *config.Config, in *networking.HTTP
 		r.add(errs...)
 		ok = ok && fok
 		if f != nil {
-			a, err := packAny(f)
+			a, err := protoconv.Any(f)
 			if err != nil {
 				r.errorf(vs, field+".fault", "invalid: %v", err)
 				ok = false

@@ -14,6 +14,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -91,8 +92,8 @@ func warnIgnored(in *networking.HTTPRoute, field, winner string, p *problems) {
 	}
 }
 
-func setFilterConfig(out *routev3.Route, name string, m validatable, field string, p *problems) {
-	a, err := toAny(m)
+func setFilterConfig(out *routev3.Route, name string, m protoconv.Validatable, field string, p *problems) {
+	a, err := protoconv.ValidatedAny(m)
 	if err != nil {
 		p.errorf(field, "invalid: %v", err)
 		return

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 )
 
 // oneRoute translates a single HTTP route (YAML under "- ") for foo.com.
@@ -203,7 +205,7 @@ func TestDirectResponse(t *testing.T) {
 
 func TestTimeoutAndRetries(t *testing.T) {
 	previousHosts := func() []*routev3.RetryPolicy_RetryHostPredicate {
-		a, err := toAny(&previoushostsv3.PreviousHostsPredicate{})
+		a, err := protoconv.ValidatedAny(&previoushostsv3.PreviousHostsPredicate{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,6 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 )
@@ -24,26 +22,6 @@ const (
 	FaultFilterName = wellknown.Fault // "envoy.filters.http.fault"
 	CORSFilterName  = wellknown.CORS  // "envoy.filters.http.cors"
 )
-
-// validatable is every generated Envoy message.
-type validatable interface {
-	proto.Message
-	ValidateAll() error
-}
-
-// toAny packs m deterministically, so identical input gives identical bytes
-// (and snapshot versions). Any payloads are not checked by the route's own
-// validation, so m is validated here.
-func toAny(m validatable) (*anypb.Any, error) {
-	if err := m.ValidateAll(); err != nil {
-		return nil, err
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}, nil
-}
 
 // percent converts an Istio percentage (0-100, fractional) to Envoy's
 // per-million form.

@@ -10,6 +10,8 @@ import (
 	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 )
 
 // Istio's retry defaults (istiod 1.29, pilot/pkg/networking/core/route/
@@ -38,7 +40,7 @@ var retryConditions = map[string]bool{
 }
 
 func previousHostsPredicate() *routev3.RetryPolicy_RetryHostPredicate {
-	a, _ := toAny(&previoushostsv3.PreviousHostsPredicate{})
+	a, _ := protoconv.ValidatedAny(&previoushostsv3.PreviousHostsPredicate{})
 	return &routev3.RetryPolicy_RetryHostPredicate{
 		Name:       previousHostsName,
 		ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: a},
@@ -113,7 +115,7 @@ func translateRetries(in *networking.HTTPRetry, consistentHash bool, field strin
 		}
 	}
 	if in.GetRetryRemoteLocalities().GetValue() {
-		a, _ := toAny(&previousprioritiesv3.PreviousPrioritiesConfig{UpdateFrequency: 2})
+		a, _ := protoconv.ValidatedAny(&previousprioritiesv3.PreviousPrioritiesConfig{UpdateFrequency: 2})
 		out.RetryPriority = &routev3.RetryPolicy_RetryPriority{
 			Name:       previousPrioName,
 			ConfigType: &routev3.RetryPolicy_RetryPriority_TypedConfig{TypedConfig: a},

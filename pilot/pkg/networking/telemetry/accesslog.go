@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 )
 
 // Names istiod gives the access loggers and their pieces
@@ -67,7 +69,7 @@ type loggingConfig struct {
 func (b *builder) accessLogFor(p *meshconfig.MeshConfig_ExtensionProvider) *accesslogv3.AccessLog {
 	var (
 		name string
-		cfg  validatable
+		cfg  protoconv.Validatable
 		err  error
 	)
 	switch prov := p.GetProvider().(type) {
@@ -111,7 +113,7 @@ func (b *builder) accessLogFor(p *meshconfig.MeshConfig_ExtensionProvider) *acce
 		b.problem("access log provider %q is a %s provider, which does not log", p.GetName(), kindOf(p))
 		return nil
 	}
-	a, err := toAny(cfg)
+	a, err := protoconv.ValidatedAny(cfg)
 	if err != nil {
 		b.problem("access log provider %q: %v", p.GetName(), err)
 		return nil
@@ -151,7 +153,7 @@ func envoyGRPC(cluster, authority string) *corev3.GrpcService {
 // and accessLogEncoding (istiod's default text or JSON format when the
 // format is empty; a JSON format that does not parse falls back to the
 // default, as istiod does).
-func (b *builder) fileAccessLogFromMesh(path string) validatable {
+func (b *builder) fileAccessLogFromMesh(path string) protoconv.Validatable {
 	m := b.mesh
 	fl := &filev3.FileAccessLog{Path: path}
 	var formatters []*corev3.TypedExtensionConfig
@@ -185,7 +187,7 @@ func (b *builder) fileAccessLogFromMesh(path string) validatable {
 }
 
 // fileAccessLogFromProvider follows istiod's fileAccessLogFromTelemetry.
-func fileAccessLogFromProvider(p *meshconfig.MeshConfig_ExtensionProvider_EnvoyFileAccessLogProvider) validatable {
+func fileAccessLogFromProvider(p *meshconfig.MeshConfig_ExtensionProvider_EnvoyFileAccessLogProvider) protoconv.Validatable {
 	path := p.GetPath()
 	if path == "" {
 		path = devStdout
@@ -269,7 +271,7 @@ func jsonFormatters(s *structpb.Struct) []*corev3.TypedExtensionConfig {
 func (b *builder) meshAccessLogs(r *Result) {
 	m := b.mesh
 	if m.GetAccessLogFile() != "" {
-		if a, err := toAny(b.fileAccessLogFromMesh(m.GetAccessLogFile())); err != nil {
+		if a, err := protoconv.ValidatedAny(b.fileAccessLogFromMesh(m.GetAccessLogFile())); err != nil {
 			b.problem("mesh config accessLogFile: %v", err)
 		} else {
 			fl := func(f *accesslogv3.AccessLogFilter) *accesslogv3.AccessLog {
@@ -294,8 +296,8 @@ func (b *builder) meshAccessLogs(r *Result) {
 			FilterStateObjectsToLog: slices.Clone(envoyWasmStateToLog),
 		}
 	}
-	add := func(to *[]*accesslogv3.AccessLog, name string, cfg validatable, f *accesslogv3.AccessLogFilter) {
-		a, err := toAny(cfg)
+	add := func(to *[]*accesslogv3.AccessLog, name string, cfg protoconv.Validatable, f *accesslogv3.AccessLogFilter) {
+		a, err := protoconv.ValidatedAny(cfg)
 		if err != nil {
 			b.problem("mesh config enableEnvoyAccessLogService: %v", err)
 			return
@@ -338,7 +340,7 @@ func (b *builder) telemetryAccessLogs(cfgs []loggingConfig, place *accesslogv3.A
 // celFilter is istiod's buildAccessLogFilterFromTelemetry: the Telemetry
 // filter's expression as Envoy's CEL access log filter.
 func celFilter(expr string) (*accesslogv3.AccessLogFilter, error) {
-	a, err := toAny(&celv3.ExpressionFilter{Expression: expr})
+	a, err := protoconv.ValidatedAny(&celv3.ExpressionFilter{Expression: expr})
 	if err != nil {
 		return nil, err
 	}

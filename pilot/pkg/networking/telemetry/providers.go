@@ -11,33 +11,11 @@ import (
 	otelalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	reqwithoutqueryv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	otlpcommon "go.opentelemetry.io/proto/otlp/common/v1"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 )
-
-// validatable is every generated Envoy message.
-type validatable interface {
-	proto.Message
-	ValidateAll() error
-}
-
-// toAny packs m deterministically, so identical input gives identical
-// bytes (and snapshot versions). Any payloads are not checked by the
-// enclosing message's validation, so m is validated here: an invalid
-// logger or tracer is left out (a problem says why) instead of making
-// Envoy reject the whole listener.
-func toAny(m validatable) (*anypb.Any, error) {
-	if err := m.ValidateAll(); err != nil {
-		return nil, err
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}, nil
-}
 
 // clusterName is istiod's BuildSubsetKey(outbound, "", host, port).
 func clusterName(host string, port uint32) string {
@@ -96,7 +74,7 @@ func (b *builder) useCluster(c ProviderCluster, provider string) {
 
 // reqWithoutQueryFormatter is istiod's formatter for %REQ_WITHOUT_QUERY%.
 func reqWithoutQueryFormatter() *corev3.TypedExtensionConfig {
-	a, err := toAny(&reqwithoutqueryv3.ReqWithoutQuery{})
+	a, err := protoconv.ValidatedAny(&reqwithoutqueryv3.ReqWithoutQuery{})
 	if err != nil {
 		panic("telemetry: req_without_query: " + err.Error())
 	}
@@ -108,7 +86,7 @@ func reqWithoutQueryFormatter() *corev3.TypedExtensionConfig {
 // (istiod's default text format when none is given, without the newline
 // file formats get), the labels become attributes sorted by name, and
 // istiod's wasm filter state objects are sent.
-func (b *builder) otelAccessLog(provider string, p *meshconfig.MeshConfig_ExtensionProvider_EnvoyOpenTelemetryLogProvider) validatable {
+func (b *builder) otelAccessLog(provider string, p *meshconfig.MeshConfig_ExtensionProvider_EnvoyOpenTelemetryLogProvider) protoconv.Validatable {
 	host, cluster, ok := b.lookupCluster(provider, p.GetService(), p.GetPort())
 	if !ok {
 		return nil

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 )
 
 // Tracer names istiod gives the HTTP tracers (pilot/pkg/networking/core/tracing.go).
@@ -81,7 +83,7 @@ func (b *builder) configureTracing(spec *tracingSpec) (*hcmv3.HttpConnectionMana
 
 // requestIDExtension is istiod's BuildUUIDRequestIDExtension.
 func (b *builder) requestIDExtension(useForSampling bool) *hcmv3.RequestIDExtension {
-	a, err := toAny(&uuidv3.UuidRequestIdConfig{UseRequestIdForTraceSampling: wrapperspb.Bool(useForSampling)})
+	a, err := protoconv.ValidatedAny(&uuidv3.UuidRequestIdConfig{UseRequestIdForTraceSampling: wrapperspb.Bool(useForSampling)})
 	if err != nil {
 		panic("telemetry: request ID extension: " + err.Error())
 	}
@@ -96,7 +98,7 @@ func (b *builder) tracerFor(p *meshconfig.MeshConfig_ExtensionProvider) (*hcmv3.
 	var (
 		name         string
 		maxTagLength uint32
-		cfg          validatable
+		cfg          protoconv.Validatable
 		custom       bool
 		err          error
 	)
@@ -128,7 +130,7 @@ func (b *builder) tracerFor(p *meshconfig.MeshConfig_ExtensionProvider) (*hcmv3.
 	if err != nil {
 		return nil, false, err
 	}
-	a, err := toAny(cfg)
+	a, err := protoconv.ValidatedAny(cfg)
 	if err != nil {
 		return nil, false, err
 	}
@@ -148,7 +150,7 @@ func (b *builder) tracerFor(p *meshconfig.MeshConfig_ExtensionProvider) (*hcmv3.
 // later (and one that does not say its version) gets the collector as an
 // HTTP service with a timeout (5s by default) and headers; older ones the
 // legacy collector fields.
-func (b *builder) zipkinConfig(provider string, z *meshconfig.MeshConfig_ExtensionProvider_ZipkinTracingProvider) (validatable, error) {
+func (b *builder) zipkinConfig(provider string, z *meshconfig.MeshConfig_ExtensionProvider_ZipkinTracingProvider) (protoconv.Validatable, error) {
 	host, cluster, ok := b.lookupCluster(provider, z.GetService(), z.GetPort())
 	if !ok {
 		return nil, fmt.Errorf("could not find cluster for the tracing provider")
@@ -195,7 +197,7 @@ func (b *builder) zipkinConfig(provider string, z *meshconfig.MeshConfig_Extensi
 // set (the URI is the hostname joined with the path, without a scheme, as
 // istiod writes it), else over gRPC; resource detectors; and the
 // Dynatrace sampler, whose presence makes the provider sample on its own.
-func (b *builder) otelConfig(provider string, o *meshconfig.MeshConfig_ExtensionProvider_OpenTelemetryTracingProvider) (validatable, bool, error) {
+func (b *builder) otelConfig(provider string, o *meshconfig.MeshConfig_ExtensionProvider_OpenTelemetryTracingProvider) (protoconv.Validatable, bool, error) {
 	host, cluster, ok := b.lookupCluster(provider, o.GetService(), o.GetPort())
 	if !ok {
 		return nil, false, fmt.Errorf("could not find cluster for the tracing provider")
@@ -289,8 +291,8 @@ func (b *builder) dynatraceSampler(provider, host, cluster string, o *meshconfig
 	return extension("envoy.tracers.opentelemetry.samplers.dynatrace", dsc), nil
 }
 
-func extension(name string, m validatable) *corev3.TypedExtensionConfig {
-	a, err := toAny(m)
+func extension(name string, m protoconv.Validatable) *corev3.TypedExtensionConfig {
+	a, err := protoconv.ValidatedAny(m)
 	if err != nil {
 		panic("telemetry: " + name + ": " + err.Error())
 	}
