@@ -150,16 +150,21 @@ kube-deps: ## Get etcd and kube-apiserver for the Kubernetes tests (built once, 
 	  else echo "kube-deps: not building kube-apiserver until etcd is installed" >&2; fi
 
 # Refresh manifests/crds from the istio.io/api version in go.mod: only the
-# Istio kinds Wayfinder reads (networking.istio.io and telemetry.istio.io;
-# the file keeps its older name istio-networking.yaml).
+# Istio kinds Wayfinder reads (networking.istio.io and telemetry.istio.io in
+# istio-networking.yaml, which keeps its older name; security.istio.io in
+# istio-security.yaml).
 ISTIO_CRD_KINDS := gateways virtualservices destinationrules serviceentries telemetries
+ISTIO_SECURITY_CRD_KINDS := requestauthentications authorizationpolicies
 
-crds: ## Refresh manifests/crds/istio-networking.yaml from go.mod's istio.io/api
+crds: ## Refresh manifests/crds/istio-networking.yaml and istio-security.yaml from go.mod's istio.io/api
 	@dir=$$($(GO) list -m -f '{{.Dir}}' istio.io/api) && ver=$$($(GO) list -m -f '{{.Version}}' istio.io/api) && \
 	  manifests/refresh-crds.sh "$$dir/kubernetes/customresourcedefinitions.gen.yaml" "istio.io/api@$$ver" \
 	    $(ISTIO_CRD_KINDS) > manifests/crds/istio-networking.yaml.tmp && \
-	  mv manifests/crds/istio-networking.yaml.tmp manifests/crds/istio-networking.yaml
-	@grep -c '^kind: CustomResourceDefinition' manifests/crds/istio-networking.yaml
+	  mv manifests/crds/istio-networking.yaml.tmp manifests/crds/istio-networking.yaml && \
+	  manifests/refresh-crds.sh "$$dir/kubernetes/customresourcedefinitions.gen.yaml" "istio.io/api@$$ver" \
+	    $(ISTIO_SECURITY_CRD_KINDS) > manifests/crds/istio-security.yaml.tmp && \
+	  mv manifests/crds/istio-security.yaml.tmp manifests/crds/istio-security.yaml
+	@cat manifests/crds/istio-networking.yaml manifests/crds/istio-security.yaml | grep -c '^kind: CustomResourceDefinition'
 
 # Refresh manifests/crds/gateway-api from the sigs.k8s.io/gateway-api version
 # in go.mod: the module's standard-channel CRDs of the kinds Wayfinder reads,

@@ -1,5 +1,5 @@
 // Package manifests holds what `kubectl apply -k manifests/` installs: Istio's
-// networking CRDs (crds/) and the Wayfinder control plane (base/), and the
+// networking, telemetry and security CRDs (crds/) and the Wayfinder control plane (base/), and the
 // Kubernetes Gateway API CRDs (crds/gateway-api/, applied separately). They
 // are embedded so that tests apply exactly the files users apply.
 package manifests
@@ -24,8 +24,9 @@ var files embed.FS
 // FS is the embedded manifests: kustomization.yaml, crds/ and base/.
 var FS fs.FS = files
 
-// CRDsFile is Istio's networking CRDs, refreshed by `make crds`.
-const CRDsFile = "crds/istio-networking.yaml"
+// CRDsDir holds Istio's CRDs for the kinds Wayfinder reads (networking,
+// telemetry and security), refreshed by `make crds`.
+const CRDsDir = "crds"
 
 // Document is one YAML document of a manifest file.
 type Document struct {
@@ -37,8 +38,23 @@ type Document struct {
 // String names the document for error messages.
 func (d Document) String() string { return fmt.Sprintf("%s#%d", d.File, d.Index) }
 
-// CRDs returns the documents of CRDsFile.
-func CRDs() ([]Document, error) { return Documents(CRDsFile) }
+// CRDs returns the documents of every file that crds/kustomization.yaml
+// lists, in its order: Istio's CRDs.
+func CRDs() ([]Document, error) {
+	names, err := KustomizationResources(CRDsDir)
+	if err != nil {
+		return nil, err
+	}
+	var docs []Document
+	for _, n := range names {
+		d, err := Documents(path.Join(CRDsDir, n))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
+	}
+	return docs, nil
+}
 
 // GatewayAPICRDsDir holds the Gateway API CRDs, refreshed by
 // `make gateway-api-crds` from the sigs.k8s.io/gateway-api module.

@@ -270,6 +270,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	read := []string{
 		"networking.istio.io/gateways", "networking.istio.io/virtualservices",
 		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries", "telemetry.istio.io/telemetries",
+		"security.istio.io/requestauthentications", "security.istio.io/authorizationpolicies",
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
 		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
 		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
@@ -282,7 +283,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	want = append(want, "networking.k8s.io/ingresses/status:update")
 	want = append(want, expand([]string{"networking.istio.io/gateways/status", "networking.istio.io/virtualservices/status",
 		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status",
-		"telemetry.istio.io/telemetries/status"}, "update")...)
+		"telemetry.istio.io/telemetries/status", "security.istio.io/requestauthentications/status",
+		"security.istio.io/authorizationpolicies/status"}, "update")...)
 	want = append(want, expand([]string{"gateway.networking.k8s.io/gatewayclasses/status", "gateway.networking.k8s.io/gateways/status",
 		"gateway.networking.k8s.io/httproutes/status", "gateway.networking.k8s.io/grpcroutes/status",
 		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
@@ -324,8 +326,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	}
 }
 
-// The CRDs are Istio's, for the four networking kinds Wayfinder reads, each
-// serving v1 as the storage version.
+// The CRDs are Istio's, for the kinds Wayfinder reads: the networking
+// kinds storing v1, Telemetry serving v1 and v1alpha1, the security kinds
+// storing v1 and serving v1beta1 too.
 func TestCRDs(t *testing.T) {
 	docs, err := manifests.CRDs()
 	if err != nil {
@@ -355,7 +358,8 @@ func TestCRDs(t *testing.T) {
 		if crd.APIVersion != "apiextensions.k8s.io/v1" || crd.Kind != "CustomResourceDefinition" {
 			t.Errorf("%s is %s %s, want a v1 CustomResourceDefinition", d, crd.APIVersion, crd.Kind)
 		}
-		if (crd.Spec.Group != "networking.istio.io" && crd.Spec.Group != "telemetry.istio.io") || crd.Spec.Scope != "Namespaced" {
+		if (crd.Spec.Group != "networking.istio.io" && crd.Spec.Group != "telemetry.istio.io" && crd.Spec.Group != "security.istio.io") ||
+			crd.Spec.Scope != "Namespaced" {
 			t.Errorf("%s: group %q scope %q", d, crd.Spec.Group, crd.Spec.Scope)
 		}
 		// The networking kinds store v1; Istio's Telemetry CRD stores
@@ -374,10 +378,14 @@ func TestCRDs(t *testing.T) {
 		if crd.Spec.Group == "telemetry.istio.io" && !served["v1alpha1"] {
 			t.Errorf("%s: v1alpha1, which istiod also reads, is not served", d)
 		}
+		if crd.Spec.Group == "security.istio.io" && !served["v1beta1"] {
+			t.Errorf("%s: v1beta1, which istiod also reads, is not served", d)
+		}
 		names = append(names, crd.Metadata.Name)
 	}
 	slices.Sort(names)
-	want := []string{"destinationrules.networking.istio.io", "gateways.networking.istio.io", "serviceentries.networking.istio.io",
+	want := []string{"authorizationpolicies.security.istio.io", "destinationrules.networking.istio.io", "gateways.networking.istio.io",
+		"requestauthentications.security.istio.io", "serviceentries.networking.istio.io",
 		"telemetries.telemetry.istio.io", "virtualservices.networking.istio.io"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("CRDs %v, want %v", names, want)

@@ -20,6 +20,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
+	"github.com/wayfinder-dev/wayfinder/pkg/jwks"
 )
 
 // Server is a running pilot-discovery.
@@ -29,8 +30,10 @@ type Server struct {
 	kube      *kubeMode // nil in file mode
 	mesh      *meshSource
 	discovery *xds.DiscoveryServer
-	grpc      *grpc.Server // nil: no plaintext port
-	http      *http.Server
+	// jwks is the RequestAuthentication key set cache, refreshed by Run.
+	jwks *jwks.Resolver
+	grpc *grpc.Server // nil: no plaintext port
+	http *http.Server
 	// secure is the TLS ADS server (nil: no secure port) and sec what
 	// authenticates its clients and the debug endpoints.
 	secure *grpc.Server
@@ -109,6 +112,8 @@ func NewServer(opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	xopts.Mesh = meshSrc.current
+	jwksResolver, setJWKSPush := newJWKSResolver(opts.Logger, registry)
+	xopts.JWKS = jwksResolver
 	dopts.sections = append(dopts.sections, meshSrc.section())
 	meshSrc.registerMetrics(registry)
 	sec, err := newSecureParts(opts, kube, registry)
@@ -143,7 +148,8 @@ func NewServer(opts Options) (s *Server, err error) {
 		}
 	}
 	meshSrc.setPush(ds.ConfigUpdate)
-	s = &Server{opts: opts, store: store, kube: kube, mesh: meshSrc, discovery: ds, sec: sec, ready: make(chan struct{})}
+	setJWKSPush(ds.ConfigUpdate)
+	s = &Server{opts: opts, store: store, kube: kube, mesh: meshSrc, jwks: jwksResolver, discovery: ds, sec: sec, ready: make(chan struct{})}
 
 	grpcOpts := grpcServerOptions(opts.Limits)
 	if opts.GRPCAddr != "" {
@@ -282,6 +288,7 @@ func (s *Server) Run(stop context.Context) error {
 	defer stopStatus()
 	run(func() { s.store.Run(ctx) })
 	run(func() { s.mesh.run(ctx) })
+	run(func() { s.jwks.Run(ctx) })
 	if s.kube != nil {
 		run(func() { s.kube.clients.Queue.Run(ctx) })
 		run(func() { s.kube.registry.Run(ctx) })

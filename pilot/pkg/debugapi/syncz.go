@@ -85,6 +85,22 @@ type AdszProxy struct {
 	GatewayGroup string       `json:"gatewayGroup"`
 	Gateways     []string     `json:"gateways"`
 	Streams      []AdszStream `json:"streams"`
+	// Telemetry is the access logging and tracing decision in force for
+	// the proxy's listeners (nil before its first push, and for
+	// proxyless clients).
+	Telemetry *AdszTelemetry `json:"telemetry,omitempty"`
+	// Policies are the RequestAuthentications and AuthorizationPolicies
+	// applied to its listeners ("Kind namespace/name"), and
+	// PolicyProblems what could not be served of them.
+	Policies       []string `json:"policies,omitempty"`
+	PolicyProblems []string `json:"policyProblems,omitempty"`
+}
+
+// AdszTelemetry is a proxy's merged Telemetry API decision and what the
+// translator left out of it.
+type AdszTelemetry struct {
+	model.TelemetryDecision
+	Problems []string `json:"problems,omitempty"`
 }
 
 // AdszStream is one ADS stream of a proxy.

@@ -3,6 +3,8 @@ package model
 import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
 // GatewayTelemetry is the access logging and tracing of one gateway
@@ -23,8 +25,16 @@ type GatewayTelemetry struct {
 	Tracing            *hcmv3.HttpConnectionManager_Tracing
 	RequestIDExtension *hcmv3.RequestIDExtension
 	// Problems say what the translator left out and why (a provider the
-	// mesh config does not have, a provider service with no cluster).
-	Problems []string
+	// mesh config does not have, a provider service with no cluster),
+	// against the Telemetry field or mesh config field responsible.
+	Problems []*config.Error
+	// Telemetries are the Telemetry objects that apply (root, namespace,
+	// then selecting ones): the objects this group's listeners depend on,
+	// for their status.
+	Telemetries []config.Key
+	// Decision is the merged view that produced the rest, for the debug
+	// endpoints and the CLI.
+	Decision *TelemetryDecision
 }
 
 // GatewayTelemetry is the telemetry the listeners of ps are built with
@@ -87,9 +97,25 @@ func (t *GatewayTelemetry) GetRequestIDExtension() *hcmv3.RequestIDExtension {
 	return t.RequestIDExtension
 }
 
-func (t *GatewayTelemetry) GetProblems() []string {
+func (t *GatewayTelemetry) GetProblems() []*config.Error {
 	if t == nil {
 		return nil
 	}
 	return t.Problems
+}
+
+// GetTelemetries reads t.Telemetries; nil t has none.
+func (t *GatewayTelemetry) GetTelemetries() []config.Key {
+	if t == nil {
+		return nil
+	}
+	return t.Telemetries
+}
+
+// GetDecision reads t.Decision; nil t has none.
+func (t *GatewayTelemetry) GetDecision() *TelemetryDecision {
+	if t == nil {
+		return nil
+	}
+	return t.Decision
 }

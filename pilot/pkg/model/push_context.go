@@ -27,6 +27,9 @@ type PushContext struct {
 	// telemetries are the valid Telemetry objects, oldest first (see
 	// Telemetries).
 	telemetries []config.Config
+	// requestAuthentications and authorizationPolicies are the valid
+	// security.istio.io objects, oldest first (see RequestAuthentications).
+	requestAuthentications, authorizationPolicies []config.Config
 
 	vsByGateway   map[string][]config.Config
 	serviceByHost map[string]*Service
@@ -50,6 +53,9 @@ type PushContext struct {
 	// telemetry is the access logging and tracing listeners are built
 	// with (WithGatewayTelemetry); nil until set.
 	telemetry *GatewayTelemetry
+	// security is the authentication and authorization filters listeners
+	// are built with (WithGatewaySecurity); nil until set.
+	security *GatewaySecurity
 
 	// Errors are cross-object problems found while indexing (two
 	// ServiceEntries claiming one host, say). Translators report their own.
@@ -97,6 +103,8 @@ func NewScopedPushContext(sc Scoping, store ConfigStore, registries ...ServiceDi
 		scoping:          sc.withDefaults(),
 		servicesEpoch:    epochs.Add(1),
 	}
+	ps.requestAuthentications = sortByCreation(store.List(schema.RequestAuthentication, ""))
+	ps.authorizationPolicies = sortByCreation(store.List(schema.AuthorizationPolicy, ""))
 	ps.indexServices(store, registries)
 	ps.drs = indexDestinationRules(ps.destinationRules, ps.scoping)
 	ps.Errors = append(ps.Errors, ps.drs.errors...)
@@ -359,6 +367,20 @@ func (ps *PushContext) VirtualServicesBoundTo(gatewayKey string) []config.Config
 // telemetry translator (pilot/pkg/networking/telemetry) reads them for
 // each gateway's access logging and tracing (GatewayTelemetry).
 func (ps *PushContext) Telemetries() []config.Config { return ps.telemetries }
+
+// RequestAuthentications returns every valid security.istio.io
+// RequestAuthentication, oldest first, then by namespace and name (the
+// order istiod merges their JWT rules in). The spec is a
+// *security/v1beta1.RequestAuthentication (v1 is an alias), shared: read
+// only. A change to one is a full push.
+func (ps *PushContext) RequestAuthentications() []config.Config { return ps.requestAuthentications }
+
+// AuthorizationPolicies returns every valid security.istio.io
+// AuthorizationPolicy, oldest first, then by namespace and name. The spec
+// is a *security/v1beta1.AuthorizationPolicy (v1 is an alias), shared:
+// read only; the istio.io/dry-run annotation is in the object's
+// Annotations. A change to one is a full push.
+func (ps *PushContext) AuthorizationPolicies() []config.Config { return ps.authorizationPolicies }
 
 // DestinationRules returns every DestinationRule, oldest first.
 func (ps *PushContext) DestinationRules() []config.Config { return ps.destinationRules }

@@ -111,6 +111,18 @@ func (s *DiscoveryServer) Adsz(v *security.Viewer) debugapi.Adsz {
 		if p.group != nil {
 			ap.GatewayGroup = p.group.Key
 			ap.Gateways = gatewayNames(p.group.Gateways)
+			for _, k := range p.group.Security.GetPolicies() {
+				ap.Policies = append(ap.Policies, k.String())
+			}
+			for _, e := range p.group.Security.GetProblems() {
+				ap.PolicyProblems = append(ap.PolicyProblems, e.Error())
+			}
+			if d := p.group.Telemetry.GetDecision(); d != nil {
+				ap.Telemetry = &debugapi.AdszTelemetry{TelemetryDecision: *d}
+				for _, e := range p.group.Telemetry.GetProblems() {
+					ap.Telemetry.Problems = append(ap.Telemetry.Problems, e.Error())
+				}
+			}
 		}
 		for _, sid := range slices.SortedFunc(maps.Keys(p.streams), compareStreamKey) {
 			st := p.streams[sid]

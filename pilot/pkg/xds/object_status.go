@@ -67,6 +67,10 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*model.ObjectState {
 					routing = append(routing, vs.Key())
 				}
 			}
+			// The Telemetry objects applied feed its listeners too.
+			routing = append(routing, p.group.Telemetry.GetTelemetries()...)
+			// So do the RequestAuthentications and AuthorizationPolicies.
+			routing = append(routing, p.group.Security.GetPolicies()...)
 			slices.SortFunc(routing, compareKeys)
 			routing = slices.Compact(routing)
 			byGroup[p.group.Key] = routing

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/authn"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/limits"
@@ -44,6 +45,9 @@ type Options struct {
 	Errors model.ConfigErrorReporter
 	// Generator translates config; nil means core.DefaultGenerator.
 	Generator core.Generator
+	// JWKS resolves RequestAuthentication jwksUris (pkg/jwks); nil serves
+	// rules without inline jwks fail-closed.
+	JWKS authn.JWKSResolver
 	// Debounce merges config changes. A nil Clock is replaced by Clock.
 	Debounce debounce.Options
 	// EndpointDebounce merges endpoint-only changes (requests that are not
@@ -170,6 +174,7 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		Scoping:             opts.Scoping,
 		Mesh:                opts.Mesh,
 		Generator:           opts.Generator,
+		JWKS:                opts.JWKS,
 		SecretAuthorizer:    opts.SecretAuthorizer,
 		GatewaySecretGrants: opts.GatewaySecretGrants,
 		WarmGateways:        opts.WarmGateways,

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
+	security "istio.io/api/security/v1beta1"
 	telemetry "istio.io/api/telemetry/v1"
 )
 
@@ -23,6 +24,8 @@ const (
 	DestinationRule
 	ServiceEntry
 	Telemetry
+	RequestAuthentication
+	AuthorizationPolicy
 )
 
 // Schema describes one kind: its Kubernetes group, versions and the proto
@@ -51,6 +54,10 @@ var all = []Schema{
 		Versions: istioVersions, NewSpec: func() proto.Message { return &networking.ServiceEntry{} }},
 	{Kind: Telemetry, Name: "Telemetry", Plural: "telemetries", Group: "telemetry.istio.io",
 		Versions: telemetryVersions, NewSpec: func() proto.Message { return &telemetry.Telemetry{} }},
+	{Kind: RequestAuthentication, Name: "RequestAuthentication", Plural: "requestauthentications", Group: "security.istio.io",
+		Versions: securityVersions, NewSpec: func() proto.Message { return &security.RequestAuthentication{} }},
+	{Kind: AuthorizationPolicy, Name: "AuthorizationPolicy", Plural: "authorizationpolicies", Group: "security.istio.io",
+		Versions: securityVersions, NewSpec: func() proto.Message { return &security.AuthorizationPolicy{} }},
 }
 
 // istioVersions are the networking.istio.io versions we accept; v1 and
@@ -60,6 +67,10 @@ var istioVersions = []string{"v1", "v1beta1", "v1alpha3"}
 // telemetryVersions are the telemetry.istio.io versions istiod reads; v1 is
 // an alias of the v1alpha1 proto in istio.io/api.
 var telemetryVersions = []string{"v1", "v1alpha1"}
+
+// securityVersions are the security.istio.io versions istiod reads; v1 is
+// an alias of the v1beta1 protos in istio.io/api.
+var securityVersions = []string{"v1", "v1beta1"}
 
 // All returns every schema, in Kind order.
 func All() []Schema { return all }

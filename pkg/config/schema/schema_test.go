@@ -18,6 +18,17 @@ func TestByAPIVersion(t *testing.T) {
 			t.Errorf("telemetry %s: %v %v", v, s.Kind, err)
 		}
 	}
+	for _, v := range []string{"v1", "v1beta1"} {
+		for _, k := range []Kind{RequestAuthentication, AuthorizationPolicy} {
+			s, err := ByAPIVersion("security.istio.io/"+v, k.String())
+			if err != nil || s.Kind != k || s.Group != "security.istio.io" {
+				t.Errorf("security %s %s: %v %v", v, k, s.Kind, err)
+			}
+		}
+	}
+	if ByKind(AuthorizationPolicy).Plural != "authorizationpolicies" || ByKind(RequestAuthentication).Plural != "requestauthentications" {
+		t.Error("security plurals differ from istiod's")
+	}
 	for _, tc := range []struct{ apiVersion, kind, want string }{
 		{"networking.istio.io/v2", "Gateway", `version "v2" of Gateway is not supported`},
 		{"telemetry.istio.io/v1beta1", "Telemetry", `version "v1beta1" of Telemetry is not supported`},
@@ -25,6 +36,8 @@ func TestByAPIVersion(t *testing.T) {
 		{"networking.istio.io", "Gateway", "want group/version"},
 		{"apps/v1", "Deployment", `kind "Deployment"`},
 		{"security.istio.io/v1", "Gateway", `kind "Gateway" in "security.istio.io/v1"`},
+		{"security.istio.io/v1alpha1", "AuthorizationPolicy", `version "v1alpha1" of AuthorizationPolicy is not supported`},
+		{"security.istio.io/v1", "PeerAuthentication", `kind "PeerAuthentication"`},
 	} {
 		if _, err := ByAPIVersion(tc.apiVersion, tc.kind); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: %v, want %q", tc.apiVersion, tc.kind, err, tc.want)

@@ -21,7 +21,7 @@ import (
 // selector labels that no workload could carry, and enum values out of
 // range (protojson lets a number through).
 func (v *validator) telemetry(t *telemetryv1alpha1.Telemetry) {
-	v.policySelection("spec", t.GetSelector(), t.GetTargetRef(), t.GetTargetRefs())
+	v.policySelection("spec", t.GetSelector(), t.GetTargetRef(), t.GetTargetRefs(), allowedTargetRefs)
 	for i, m := range t.GetMetrics() {
 		v.telemetryMetrics(at("spec.metrics", i), m)
 	}
@@ -37,7 +37,7 @@ func (v *validator) telemetry(t *telemetryv1alpha1.Telemetry) {
 // validateWorkloadSelector and validatePolicyTargetReference(s), shared by
 // its workload policies.
 func (v *validator) policySelection(f string, sel *typev1beta1.WorkloadSelector, ref *typev1beta1.PolicyTargetReference,
-	refs []*typev1beta1.PolicyTargetReference,
+	refs []*typev1beta1.PolicyTargetReference, allowed targetKinds,
 ) {
 	set := 0
 	for _, b := range []bool{sel != nil, ref != nil, len(refs) > 0} {
@@ -58,10 +58,10 @@ func (v *validator) policySelection(f string, sel *typev1beta1.WorkloadSelector,
 		v.selectorLabels(f+".selector.matchLabels", nonEmptyKeys(sel.GetMatchLabels()))
 	}
 	if ref != nil {
-		v.targetRef(f+".targetRef", ref)
+		v.targetRef(f+".targetRef", ref, allowed)
 	}
 	for i, r := range refs {
-		v.targetRef(at(f+".targetRefs", i), r)
+		v.targetRef(at(f+".targetRefs", i), r, allowed)
 	}
 }
 
@@ -83,14 +83,27 @@ func nonEmptyKeys(m map[string]string) map[string]string {
 // validatePolicyTargetReference allows (the version is not checked). Only a
 // Gateway API Gateway selects a gateway proxy; the others pass validation
 // as in istiod and select none of Wayfinder's proxies.
-var allowedTargetRefs = []struct{ group, kind string }{
-	{"", "Service"},
-	{"networking.istio.io", "ServiceEntry"},
-	{"gateway.networking.k8s.io", "Gateway"},
-	{"gateway.networking.k8s.io", "GatewayClass"},
+var allowedTargetRefs = targetKinds{
+	kinds: []groupKind{
+		{"", "Service"},
+		{"networking.istio.io", "ServiceEntry"},
+		{"gateway.networking.k8s.io", "Gateway"},
+		{"gateway.networking.k8s.io", "GatewayClass"},
+	},
+	describe: "a gateway.networking.k8s.io Gateway or GatewayClass, a Service or a networking.istio.io ServiceEntry",
 }
 
-func (v *validator) targetRef(f string, r *typev1beta1.PolicyTargetReference) {
+// groupKind is a Kubernetes API group ("" for core) and kind.
+type groupKind struct{ group, kind string }
+
+// targetKinds are the kinds a policy's targetRefs may name, and how the
+// error message names them.
+type targetKinds struct {
+	kinds    []groupKind
+	describe string
+}
+
+func (v *validator) targetRef(f string, r *typev1beta1.PolicyTargetReference, allowed targetKinds) {
 	if r == nil {
 		return
 	}
@@ -104,13 +117,12 @@ func (v *validator) targetRef(f string, r *typev1beta1.PolicyTargetReference) {
 	if group == "core" {
 		group = ""
 	}
-	for _, a := range allowedTargetRefs {
+	for _, a := range allowed.kinds {
 		if a.group == group && a.kind == r.GetKind() {
 			return
 		}
 	}
-	v.add(f, "targetRef must be to a gateway.networking.k8s.io Gateway or GatewayClass, a Service or a networking.istio.io "+
-		"ServiceEntry, but was %q/%q", r.GetGroup(), r.GetKind())
+	v.add(f, "targetRef must be to %s, but was %q/%q", allowed.describe, r.GetGroup(), r.GetKind())
 }
 
 // providers is istiod's validateTelemetryProviders.

@@ -1,7 +1,8 @@
 // Package validation checks config objects for semantic errors that the
 // schema alone does not catch. Every error names the field it is about.
 //
-// The rules follow Istio's validation of the networking kinds and Telemetry where a
+// The rules follow Istio's validation of the networking kinds, Telemetry,
+// RequestAuthentication and AuthorizationPolicy where a
 // gateway control plane depends on them: a config that passes here must not
 // make Envoy reject (NACK) what the translators build from it. Each problem
 // is reported separately, so one pass shows a user everything that is wrong
@@ -14,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
+	securityv1beta1 "istio.io/api/security/v1beta1"
 	telemetryv1alpha1 "istio.io/api/telemetry/v1alpha1"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
@@ -47,6 +49,15 @@ func Validate(c config.Config) error {
 	case schema.Telemetry:
 		if spec, ok := specAs[telemetryv1alpha1.Telemetry](v, c); ok {
 			v.telemetry(spec)
+		}
+	case schema.RequestAuthentication:
+		v.dryRunRefused(c)
+		if spec, ok := specAs[securityv1beta1.RequestAuthentication](v, c); ok {
+			v.requestAuthentication(spec)
+		}
+	case schema.AuthorizationPolicy:
+		if spec, ok := specAs[securityv1beta1.AuthorizationPolicy](v, c); ok {
+			v.authorizationPolicy(spec, c.Annotations)
 		}
 	default:
 		v.add("kind", "unknown kind %v", c.Kind)

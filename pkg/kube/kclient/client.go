@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -62,6 +63,7 @@ func New(cfg *rest.Config) (*Clients, error) {
 		legacy: b.group("/apis", schema.GroupVersion{}, kubeRL),
 		istio:  b.group("/apis", istionetworkingv1.SchemeGroupVersion, istioRL),
 		tel:    b.group("/apis", istiotelemetryv1.SchemeGroupVersion, istioRL),
+		sec:    b.group("/apis", istiosecurityv1.SchemeGroupVersion, istioRL),
 		gw:     b.group("/apis", gatewayv1.SchemeGroupVersion, gwRL),
 	}
 	if b.err != nil {
@@ -108,7 +110,7 @@ func (b *builder) group(apiPath string, gv schema.GroupVersion, rl flowcontrol.R
 }
 
 type kube struct {
-	core, disc, net, apps, coord, authn, authz, rbac, istio, tel, gw rest.Interface
+	core, disc, net, apps, coord, authn, authz, rbac, istio, tel, sec, gw rest.Interface
 	// legacy has no group version: discovery's absolute paths.
 	legacy rest.Interface
 }
@@ -265,6 +267,18 @@ type istioTelemetryV1 struct{ k *kube }
 
 func (c istioTelemetryV1) Telemetries(ns string) StatusResource[*istiotelemetryv1.Telemetry, *istiotelemetryv1.TelemetryList] {
 	return client(c.k.tel, "telemetries", ns, false, func() *istiotelemetryv1.Telemetry { return &istiotelemetryv1.Telemetry{} }, func() *istiotelemetryv1.TelemetryList { return &istiotelemetryv1.TelemetryList{} })
+}
+
+func (i istio) SecurityV1() IstioSecurityV1 { return istioSecurityV1(i) }
+
+type istioSecurityV1 struct{ k *kube }
+
+func (c istioSecurityV1) RequestAuthentications(ns string) StatusResource[*istiosecurityv1.RequestAuthentication, *istiosecurityv1.RequestAuthenticationList] {
+	return client(c.k.sec, "requestauthentications", ns, false, func() *istiosecurityv1.RequestAuthentication { return &istiosecurityv1.RequestAuthentication{} }, func() *istiosecurityv1.RequestAuthenticationList { return &istiosecurityv1.RequestAuthenticationList{} })
+}
+
+func (c istioSecurityV1) AuthorizationPolicies(ns string) StatusResource[*istiosecurityv1.AuthorizationPolicy, *istiosecurityv1.AuthorizationPolicyList] {
+	return client(c.k.sec, "authorizationpolicies", ns, false, func() *istiosecurityv1.AuthorizationPolicy { return &istiosecurityv1.AuthorizationPolicy{} }, func() *istiosecurityv1.AuthorizationPolicyList { return &istiosecurityv1.AuthorizationPolicyList{} })
 }
 
 type gatewayAPI struct{ k *kube }

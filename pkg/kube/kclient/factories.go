@@ -4,8 +4,10 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istiolisters "istio.io/client-go/pkg/listers/networking/v1"
+	istiosecuritylisters "istio.io/client-go/pkg/listers/security/v1"
 	istiotelemetrylisters "istio.io/client-go/pkg/listers/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +103,8 @@ func (f *KubeFactory) RoleBindings() Typed[rbaclisters.RoleBindingLister] {
 	return typed(Informer(f.Factory, f.c.RbacV1().RoleBindings(f.Namespace), &rbacv1.RoleBinding{}), rbaclisters.NewRoleBindingLister)
 }
 
-// IstioFactory is a Factory of Istio's networking kinds and Telemetry.
+// IstioFactory is a Factory of Istio's networking kinds, Telemetry,
+// RequestAuthentication and AuthorizationPolicy.
 type IstioFactory struct {
 	*Factory
 	c Istio
@@ -130,6 +133,14 @@ func (f *IstioFactory) ServiceEntries() Typed[istiolisters.ServiceEntryLister] {
 
 func (f *IstioFactory) Telemetries() Typed[istiotelemetrylisters.TelemetryLister] {
 	return typed(Informer(f.Factory, f.c.TelemetryV1().Telemetries(f.Namespace), &istiotelemetryv1.Telemetry{}), istiotelemetrylisters.NewTelemetryLister)
+}
+
+func (f *IstioFactory) RequestAuthentications() Typed[istiosecuritylisters.RequestAuthenticationLister] {
+	return typed(Informer(f.Factory, f.c.SecurityV1().RequestAuthentications(f.Namespace), &istiosecurityv1.RequestAuthentication{}), istiosecuritylisters.NewRequestAuthenticationLister)
+}
+
+func (f *IstioFactory) AuthorizationPolicies() Typed[istiosecuritylisters.AuthorizationPolicyLister] {
+	return typed(Informer(f.Factory, f.c.SecurityV1().AuthorizationPolicies(f.Namespace), &istiosecurityv1.AuthorizationPolicy{}), istiosecuritylisters.NewAuthorizationPolicyLister)
 }
 
 // GatewayFactory is a Factory of the Gateway API's kinds.

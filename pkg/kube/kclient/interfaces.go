@@ -2,6 +2,7 @@ package kclient
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -81,11 +82,19 @@ type RbacV1 interface {
 	RoleBindings(namespace string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList]
 }
 
-// Istio is Istio's networking.istio.io/v1 and telemetry.istio.io/v1 APIs,
+// Istio is Istio's networking.istio.io/v1, telemetry.istio.io/v1 and security.istio.io/v1 APIs,
 // in the shape of Istio's clientset.
 type Istio interface {
 	NetworkingV1() IstioNetworkingV1
 	TelemetryV1() IstioTelemetryV1
+	SecurityV1() IstioSecurityV1
+}
+
+// IstioSecurityV1 is the security.istio.io/v1 group (v1beta1 objects are
+// served at v1 by the same CRD).
+type IstioSecurityV1 interface {
+	RequestAuthentications(namespace string) StatusResource[*istiosecurityv1.RequestAuthentication, *istiosecurityv1.RequestAuthenticationList]
+	AuthorizationPolicies(namespace string) StatusResource[*istiosecurityv1.AuthorizationPolicy, *istiosecurityv1.AuthorizationPolicyList]
 }
 
 // IstioTelemetryV1 is the telemetry.istio.io/v1 group.

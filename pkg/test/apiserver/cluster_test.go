@@ -177,7 +177,8 @@ func TestAdminKubeconfig(t *testing.T) {
 }
 
 // Istio's CRDs are served: the networking kinds as networking.istio.io/v1,
-// Telemetry as telemetry.istio.io/v1 and v1alpha1.
+// Telemetry as telemetry.istio.io/v1 and v1alpha1, RequestAuthentication
+// and AuthorizationPolicy as security.istio.io/v1 and v1beta1.
 func TestIstioCRDsServed(t *testing.T) {
 	c := cluster.Get(t)
 	res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("networking.istio.io/v1")
@@ -203,6 +204,17 @@ func TestIstioCRDsServed(t *testing.T) {
 		}
 		if !slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name == "telemetries" }) {
 			t.Errorf("%s does not serve telemetries: %v", gv, res.APIResources)
+		}
+	}
+	for _, gv := range []string{"security.istio.io/v1", "security.istio.io/v1beta1"} {
+		res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			t.Fatalf("%s: %v", gv, err)
+		}
+		for _, name := range []string{"requestauthentications", "authorizationpolicies", "requestauthentications/status", "authorizationpolicies/status"} {
+			if !slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name == name }) {
+				t.Errorf("%s does not serve %s: %v", gv, name, res.APIResources)
+			}
 		}
 	}
 }

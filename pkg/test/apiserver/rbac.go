@@ -27,6 +27,7 @@ func setupRestrictedRoles(ctx context.Context, cs kubernetes.Interface) error {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"networking.istio.io"}, Resources: []string{"gateways", "virtualservices", "destinationrules", "serviceentries"}, Verbs: read},
 			{APIGroups: []string{"telemetry.istio.io"}, Resources: []string{"telemetries"}, Verbs: read},
+			{APIGroups: []string{"security.istio.io"}, Resources: []string{"requestauthentications", "authorizationpolicies"}, Verbs: read},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: read},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: []string{"update"}},
 			{APIGroups: []string{""}, Resources: []string{"services", "pods", "secrets"}, Verbs: read},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/cli"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/analysis"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 )
 
 // NewRootCommand returns `wayfinder` with its subcommands, writing to out.
@@ -73,19 +75,21 @@ var configTypeAliases = map[string]string{
 func newProxyConfig(copts *cli.ClientOptions) *cobra.Command {
 	var opts cli.ConfigOptions
 	cmd := &cobra.Command{
-		Use:   "proxy-config " + strings.Join(cli.ConfigTypes, "|") + " PROXY",
+		Use:   "proxy-config " + strings.Join(slices.Concat(cli.ConfigTypes, []string{cli.TelemetryType}), "|") + " PROXY",
 		Short: "The config one proxy is served, as a table or raw (-o json|yaml; secrets show names and versions only)",
 		Long: "PROXY is a node id, POD.NAMESPACE or a pod name (see proxy-status). Tables summarise; " +
-			"-o json or -o yaml print that part of the proxy's config dump as Envoy's admin API shows it.",
+			"-o json or -o yaml print that part of the proxy's config dump as Envoy's admin API shows it. " +
+			"telemetry shows the access logging and tracing decision in force: which Telemetry objects " +
+			"apply, the providers, and what was left out.",
 		Args:      cobra.ExactArgs(2),
-		ValidArgs: cli.ConfigTypes,
+		ValidArgs: slices.Concat(cli.ConfigTypes, []string{cli.TelemetryType}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Type, opts.Proxy = args[0], args[1]
 			if t, ok := configTypeAliases[opts.Type]; ok {
 				opts.Type = t
 			}
-			if !slices.Contains(cli.ConfigTypes, opts.Type) {
-				return fmt.Errorf("unknown config type %q: want one of %s", args[0], strings.Join(cli.ConfigTypes, ", "))
+			if !slices.Contains(cli.ConfigTypes, opts.Type) && opts.Type != cli.TelemetryType {
+				return fmt.Errorf("unknown config type %q: want one of %s", args[0], strings.Join(slices.Concat(cli.ConfigTypes, []string{cli.TelemetryType}), ", "))
 			}
 			cs, err := clients(copts)
 			if err != nil {
@@ -94,6 +98,13 @@ func newProxyConfig(copts *cli.ClientOptions) *cobra.Command {
 			c, id, err := cli.ResolveProxy(cmd.Context(), cs, opts.Proxy)
 			if err != nil {
 				return err
+			}
+			if opts.Type == cli.TelemetryType {
+				t, err := cli.FetchTelemetry(cmd.Context(), c, id)
+				if err != nil {
+					return err
+				}
+				return cli.WriteTelemetry(cmd.OutOrStdout(), t, opts.Output)
 			}
 			dump, err := cli.FetchConfigDump(cmd.Context(), c, id)
 			if err != nil {
@@ -109,6 +120,7 @@ func newProxyConfig(copts *cli.ClientOptions) *cobra.Command {
 func newAnalyze() *cobra.Command {
 	var (
 		output, kubeconfig string
+		meshConfig         string
 		namespaces         []string
 		timeout            time.Duration
 		aopts              analysis.Options
@@ -122,6 +134,15 @@ func newAnalyze() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 0) == (kubeconfig == "") {
 				return fmt.Errorf("give folders or files to analyze, or --kubeconfig for a cluster (not both)")
+			}
+			if meshConfig != "" {
+				data, err := os.ReadFile(meshConfig)
+				if err != nil {
+					return fmt.Errorf("--mesh-config: %w", err)
+				}
+				if aopts.Mesh, err = mesh.Parse(mesh.FileSource(meshConfig), data); err != nil {
+					return err
+				}
 			}
 			var findings []analysis.Finding
 			if kubeconfig != "" {
@@ -154,6 +175,7 @@ func newAnalyze() *cobra.Command {
 	f.StringSliceVar(&namespaces, "namespaces", nil, "with --kubeconfig: comma-separated namespaces to read (default all)")
 	f.StringVar(&aopts.DomainSuffix, "domain-suffix", model.DefaultDomainSuffix, "cluster domain, as the server's --domain-suffix: short hosts complete to NAME.NAMESPACE.svc.SUFFIX (and, with --kubeconfig, Service hostnames end with it)")
 	f.DurationVar(&timeout, "list-timeout", time.Minute, "with --kubeconfig: bound on reading the cluster")
+	f.StringVar(&meshConfig, "mesh-config", "", "istiod MeshConfig YAML, as the server's --mesh-config: Telemetry and CUSTOM AuthorizationPolicy providers are checked against its extensionProviders, AuthorizationPolicy ipBlocks against its defaultConfig.gatewayTopology (default: istiod's defaults)")
 	return cmd
 }
 

@@ -309,3 +309,27 @@ spec:
 		t.Error("analyze of a missing folder: no error")
 	}
 }
+
+// analyze --mesh-config checks Telemetry providers against the given
+// mesh config: with it, the provider the file defines is found and its
+// missing Service reported; without it (istiod's defaults) the provider
+// is unknown. A mesh config that does not parse is an error naming it.
+func TestAnalyzeMeshConfig(t *testing.T) {
+	const testdata = "../../../pkg/config/analysis/testdata/"
+	dir, meshFile := testdata+"telemetry-targets", testdata+"telemetry-targets.mesh.yaml"
+	out, _ := run(t, "analyze", dir, "--mesh-config", meshFile)
+	if !strings.Contains(out, `provider "als": could not find service als.observability.svc.cluster.local`) {
+		t.Errorf("with --mesh-config:\n%s", out)
+	}
+	out, _ = run(t, "analyze", dir)
+	if !strings.Contains(out, `access log provider "als" is not in the mesh config`) {
+		t.Errorf("without --mesh-config:\n%s", out)
+	}
+	bad := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(bad, []byte("enableTracing: maybe\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "analyze", dir, "--mesh-config", bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("bad mesh config: err %v, want one naming %s", err, bad)
+	}
+}

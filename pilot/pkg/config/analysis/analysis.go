@@ -19,8 +19,10 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/memory"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/telemetry"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/manifest"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
@@ -35,6 +37,9 @@ type Options struct {
 	// DomainSuffix is the cluster domain short hosts are completed with,
 	// as the server's --domain-suffix; empty means model.DefaultDomainSuffix.
 	DomainSuffix string
+	// Mesh is the mesh config, as the server's --mesh-config; nil means
+	// istiod's defaults (whose only access log provider is envoy).
+	Mesh *mesh.Config
 }
 
 // Analyze returns the problems of configs (objects that passed parsing and
@@ -42,7 +47,13 @@ type Options struct {
 // and sorted by source, object and field.
 func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) []*config.Error {
 	store := memory.New(configs)
-	push := model.NewScopedPushContext(model.Scoping{DomainSuffix: opts.DomainSuffix}, store, opts.Registries...)
+	scoping := model.Scoping{DomainSuffix: opts.DomainSuffix, Mesh: opts.Mesh}
+	if opts.Mesh != nil {
+		// The mesh config's root namespace, as the server takes it when
+		// --root-namespace is not given.
+		scoping.RootNamespace = opts.Mesh.Mesh.GetRootNamespace()
+	}
+	push := model.NewScopedPushContext(scoping, store, opts.Registries...)
 	gen := core.DefaultGenerator{}
 	all := slices.Clone(sourceErrs)
 	all = append(all, push.Errors...)
@@ -52,8 +63,14 @@ func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) 
 		// As a gateway proxy of the Gateway's namespace would be served:
 		// its credentialNames resolve there (analysis reads no Secrets).
 		scope := model.SecretScope{Identity: &model.Identity{Namespace: group.namespace, ServiceAccount: "analysis"}}
-		all = append(all, gen.BuildGateway(push, group.gateways, scope).Errors...)
+		// With the telemetry of a proxy carrying the Gateway's labels,
+		// so that the Telemetries selecting it are translated too.
+		proxy := &model.Proxy{Type: model.Router, Namespace: group.namespace, Labels: group.labels}
+		gp := push.WithGatewayTelemetry(telemetry.ForProxy(push, proxy).Gateway())
+		all = append(all, gen.BuildGateway(gp, group.gateways, scope).Errors...)
 	}
+	all = append(all, telemetryTargets(push)...)
+	all = append(all, securityFindings(push)...)
 	if opts.Proxyless {
 		all = append(all, gen.BuildProxyless(push).Errors...)
 	}
@@ -93,6 +110,7 @@ func compareErrors(a, b *config.Error) int {
 type gatewayGroup struct {
 	gateways  []config.Config
 	namespace string
+	labels    map[string]string
 }
 
 // gatewayGroups returns the distinct sets of Gateways that select one
@@ -106,7 +124,7 @@ func gatewayGroups(push *model.PushContext) []gatewayGroup {
 		labels := gw.Spec.(*networking.Gateway).GetSelector()
 		set := push.GatewaysForProxy(&model.Proxy{Type: model.Router, Namespace: gw.Namespace, Labels: labels})
 		key := model.GatewayGroupKey(set) + "/" + gw.Namespace
-		groups[key] = gatewayGroup{gateways: set, namespace: gw.Namespace}
+		groups[key] = gatewayGroup{gateways: set, namespace: gw.Namespace, labels: labels}
 	}
 	out := make([]gatewayGroup, 0, len(groups))
 	for _, k := range slices.Sorted(maps.Keys(groups)) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/analysis"
+	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 	"github.com/wayfinder-dev/wayfinder/pkg/test/golden"
 )
 
@@ -58,7 +59,16 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("found %d cases under testdata", n)
 	}
 	golden.RunDirs(t, "testdata", ".golden.txt", *update, func(t *testing.T, dir string) []byte {
-		_, got := analyze(t, dir, analysis.Options{})
+		var opts analysis.Options
+		// A case may come with the mesh config it is analyzed with.
+		if data, err := os.ReadFile(dir + ".mesh.yaml"); err == nil {
+			m, err := mesh.Parse(mesh.FileSource(dir+".mesh.yaml"), data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Mesh = m
+		}
+		_, got := analyze(t, dir, opts)
 		return []byte(got)
 	})
 }

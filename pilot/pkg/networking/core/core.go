@@ -114,6 +114,8 @@ func BuildGatewayCached(push *model.PushContext, gateways []config.Config, secre
 
 	routes, errs := route.BuildGatewayRoutesCached(push, mg, caches.Routes)
 	out.Errors = append(out.Errors, errs...)
+	// Route-level policies go on copies of the routes they target.
+	routes = route.ApplySecurity(routes, push.GatewaySecurity())
 
 	byName := make(map[string]*routev3.RouteConfiguration, len(routes))
 	for _, r := range routes {

@@ -60,11 +60,12 @@ func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]
 		push = push.WithGatewayTelemetry(telemetry.ForProxy(push, nil).Gateway())
 	}
 	topo, tel := push.GatewayTopology(), push.GatewayTelemetry()
-	for _, p := range tel.GetProblems() {
-		errs = append(errs, &config.Error{Source: "telemetry", Warning: true, Message: "access logging and tracing of this gateway: " + p})
-	}
+	// What the telemetry, authentication and authorization translators
+	// left out, against the object (or mesh config) field responsible.
+	errs = append(errs, tel.GetProblems()...)
+	errs = append(errs, push.GatewaySecurity().GetProblems()...)
 	for _, port := range mg.HTTPPorts {
-		l, err := buildListener(port, topo, tel)
+		l, err := buildListener(port, topo, tel, push.GatewaySecurity())
 		if err == nil {
 			err = l.ValidateAll()
 		}
@@ -95,10 +96,10 @@ func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]
 	return out, errs
 }
 
-func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry) (*listenerv3.Listener, error) {
+func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity) (*listenerv3.Listener, error) {
 	// Validation of the listener does not look inside Any fields, so the
 	// connection manager is checked on its own.
-	cm := connectionManager(port, model.RouteName(port), topo, tel)
+	cm := connectionManager(port, model.RouteName(port), topo, tel, sec)
 	if err := cm.ValidateAll(); err != nil {
 		return nil, err
 	}
@@ -117,16 +118,19 @@ func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTe
 // ConnectionManager is the HTTP connection manager of the gateway listener
 // on port, with the defaults Istio gives gateways and the client address
 // and certificate handling of topo and the access logging and tracing of
-// tel (nil: none).
+// tel (nil: none), without authentication or authorization filters.
 func ConnectionManager(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry) *hcmv3.HttpConnectionManager {
-	return connectionManager(port, model.RouteName(port), topo, tel)
+	return connectionManager(port, model.RouteName(port), topo, tel, nil)
 }
 
 // connectionManager is the gateway connection manager on port fetching
 // route configuration routeName, for proxies of topology topo and
 // telemetry tel.
-func connectionManager(port uint32, routeName string, topo model.GatewayTopology, tel *model.GatewayTelemetry) *hcmv3.HttpConnectionManager {
-	filters := make([]*hcmv3.HttpFilter, 0, len(HTTPFilterNames))
+func connectionManager(port uint32, routeName string, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity) *hcmv3.HttpConnectionManager {
+	// istiod's buildHTTPConnectionManager: the CUSTOM authorization, JWT
+	// authentication and RBAC filters come first, then fault, CORS and
+	// the router.
+	filters := append(make([]*hcmv3.HttpFilter, 0, len(HTTPFilterNames)+4), sec.HTTPFilters()...)
 	for _, f := range []struct {
 		name string
 		cfg  proto.Message

@@ -57,7 +57,7 @@ func passthroughChains(c l4Context, serverNames []string, claims sniClaims) []*l
 					continue
 				}
 				claims.claim(names, owner)
-				fc := &listenerv3.FilterChain{Filters: []*listenerv3.Filter{proxy}}
+				fc := &listenerv3.FilterChain{Filters: c.networkFilters(proxy)}
 				if len(names) > 0 {
 					fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: names}
 				}

@@ -24,6 +24,13 @@ type l4Context struct {
 	errs   *errorSet
 }
 
+// networkFilters is a TCP chain's filters ending in proxy: istiod's
+// buildNetworkFiltersStack puts the CUSTOM authorization and the RBAC
+// network filters first.
+func (c l4Context) networkFilters(proxy *listenerv3.Filter) []*listenerv3.Filter {
+	return append(c.push.GatewaySecurity().NetworkFilters(), proxy)
+}
+
 // gatewayKey is the server's Gateway as VirtualServices name it, "ns/name".
 func (c l4Context) gatewayKey() string {
 	return c.server.Gateway.Namespace + "/" + c.server.Gateway.Name

@@ -57,7 +57,7 @@ func buildTLSPortListener(push *model.PushContext, port uint32, https []model.HT
 	var servers []model.GatewayServer
 	for _, s := range https {
 		servers = append(servers, s.GatewayServer)
-		fc, err := httpsFilterChain(port, s, topo, tel)
+		fc, err := httpsFilterChain(port, s, topo, tel, push.GatewaySecurity())
 		if err != nil {
 			errs.add(&config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
 				Message: fmt.Sprintf("filter chain for server %s on listener %s would be rejected by Envoy and is not built: %v", s.Server.GetPort().GetName(), model.ListenerName(port), err)})
@@ -140,7 +140,7 @@ func terminatingTCPChain(push *model.PushContext, port uint32, s model.TLSServer
 	}
 	fc := &listenerv3.FilterChain{
 		TransportSocket: &corev3.TransportSocket{Name: wellknown.TransportSocketTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: tlsAny}},
-		Filters:         []*listenerv3.Filter{proxy},
+		Filters:         c.networkFilters(proxy),
 	}
 	if len(s.ServerNames) > 0 {
 		fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: s.ServerNames}
@@ -163,7 +163,7 @@ func buildTCPListener(push *model.PushContext, port uint32, s model.GatewayServe
 	if !ok {
 		return nil
 	}
-	l := gatewayListener(port, push.GatewayTopology(), push.GatewayTelemetry(), []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{proxy}}})
+	l := gatewayListener(port, push.GatewayTopology(), push.GatewayTelemetry(), []*listenerv3.FilterChain{{Filters: c.networkFilters(proxy)}})
 	if err := l.ValidateAll(); err != nil {
 		errs.add(&config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
 			Message: fmt.Sprintf("listener %s would be rejected by Envoy and is not built: %v", model.ListenerName(port), err)})

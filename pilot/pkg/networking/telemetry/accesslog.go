@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -110,12 +109,12 @@ func (b *builder) accessLogFor(p *meshconfig.MeshConfig_ExtensionProvider) *acce
 	default:
 		// Tracing, metrics and ext_authz providers log nothing (istiod
 		// handles stackdriver's logging in its stats filter).
-		b.problem("access log provider %q is a %s provider, which does not log", p.GetName(), kindOf(p))
+		b.providerProblem(p.GetName(), "access log provider %q is a %s provider, which does not log", p.GetName(), kindOf(p))
 		return nil
 	}
 	a, err := protoconv.ValidatedAny(cfg)
 	if err != nil {
-		b.problem("access log provider %q: %v", p.GetName(), err)
+		b.providerProblem(p.GetName(), "access log provider %q: %v", p.GetName(), err)
 		return nil
 	}
 	return &accesslogv3.AccessLog{Name: name, ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: a}}
@@ -169,7 +168,7 @@ func (b *builder) fileAccessLogFromMesh(path string) protoconv.Validatable {
 		if f := m.GetAccessLogFormat(); f != "" {
 			parsed := &structpb.Struct{}
 			if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(f), parsed); err != nil {
-				b.problem("mesh config accessLogFormat is not a JSON object, istiod's default JSON format is used: %v", err)
+				b.meshProblem("accessLogFormat", "not a JSON object, istiod's default JSON format is used: %v", err)
 			} else {
 				labels = parsed
 			}
@@ -272,7 +271,7 @@ func (b *builder) meshAccessLogs(r *Result) {
 	m := b.mesh
 	if m.GetAccessLogFile() != "" {
 		if a, err := protoconv.ValidatedAny(b.fileAccessLogFromMesh(m.GetAccessLogFile())); err != nil {
-			b.problem("mesh config accessLogFile: %v", err)
+			b.meshProblem("accessLogFile", "%v", err)
 		} else {
 			fl := func(f *accesslogv3.AccessLogFilter) *accesslogv3.AccessLog {
 				return &accesslogv3.AccessLog{Name: fileAccessLogName, ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: a}, Filter: f}
@@ -299,7 +298,7 @@ func (b *builder) meshAccessLogs(r *Result) {
 	add := func(to *[]*accesslogv3.AccessLog, name string, cfg protoconv.Validatable, f *accesslogv3.AccessLogFilter) {
 		a, err := protoconv.ValidatedAny(cfg)
 		if err != nil {
-			b.problem("mesh config enableEnvoyAccessLogService: %v", err)
+			b.meshProblem("enableEnvoyAccessLogService", "%v", err)
 			return
 		}
 		*to = append(*to, &accesslogv3.AccessLog{Name: name, ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: a}, Filter: f})
@@ -327,7 +326,7 @@ func (b *builder) telemetryAccessLogs(cfgs []loggingConfig, place *accesslogv3.A
 		if c.filter != nil {
 			f, err := celFilter(*c.filter)
 			if err != nil {
-				b.problem("access log provider %q: filter: %v", c.provider, err)
+				b.providerProblem(c.provider, "access log provider %q: filter: %v", c.provider, err)
 				continue
 			}
 			filters = append(filters, f)
@@ -381,8 +380,4 @@ func kindOf(p *meshconfig.MeshConfig_ExtensionProvider) string {
 		return "kindless"
 	}
 	return fs.JSONName()
-}
-
-func (b *builder) problem(format string, args ...any) {
-	b.problems = append(b.problems, fmt.Sprintf(format, args...))
 }

@@ -19,7 +19,7 @@ type builder struct {
 	mesh     *meshconfig.MeshConfig
 	services ServiceNamespaces
 	clusters map[string]ProviderCluster
-	problems []string
+	problems []problem
 }
 
 // Build computes the access logging and tracing of one gateway proxy, as
@@ -53,7 +53,7 @@ func Build(in Input) Result {
 		r.Decision.MeshTracing = true
 	} else {
 		if spec.provider == nil && spec.providerName != "" {
-			b.problem("tracing provider %q is not in the mesh config", spec.providerName)
+			b.providerProblem(spec.providerName, "tracing provider %q is not in the mesh config", spec.providerName)
 		} else if spec.provider != nil && !b.usable(spec.provider) {
 			spec.provider, spec.disabled = nil, true
 		}
@@ -64,8 +64,7 @@ func Build(in Input) Result {
 	for _, name := range slices.Sorted(maps.Keys(b.clusters)) {
 		r.Clusters = append(r.Clusters, b.clusters[name])
 	}
-	slices.Sort(b.problems)
-	r.Problems = slices.Compact(b.problems)
+	r.Problems = b.attribute(app.applied)
 	return r
 }
 
@@ -82,7 +81,7 @@ func (b *builder) accessLogs(r *Result, app applicable) {
 			spec := merged[name]
 			p := fetchProvider(b.mesh, name)
 			if p == nil {
-				b.problem("access log provider %q is not in the mesh config", name)
+				b.providerProblem(name, "access log provider %q is not in the mesh config", name)
 				continue
 			}
 			if !b.usable(p) {
@@ -130,7 +129,7 @@ func (b *builder) accessLogs(r *Result, app applicable) {
 // about an invalid provider and would build it anyway.
 func (b *builder) usable(p *meshconfig.MeshConfig_ExtensionProvider) bool {
 	if _, err := b.cfg.Provider(p.GetName()); err != nil {
-		b.problem("%v", err)
+		b.providerProblem(p.GetName(), "%v", err)
 		return false
 	}
 	return true

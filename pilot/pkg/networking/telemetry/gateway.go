@@ -1,18 +1,12 @@
 package telemetry
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"maps"
 	"os"
-	"slices"
-	"strings"
 
-	"google.golang.org/protobuf/proto"
 	telemetryv1 "istio.io/api/telemetry/v1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/protoconv"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
 
@@ -43,46 +37,23 @@ func ForProxy(push *model.PushContext, p *model.Proxy) Result {
 			ProxyConfig:    p.ProxyConfig,
 		}
 	}
-	// A host whose service exists but lacks the provider's port has no
-	// cluster either: the second pass treats it as unknown.
-	missing := map[string]bool{}
 	in.Services = func(host string) []string {
-		if missing[host] {
-			return nil
-		}
 		if svc := push.ServiceForHost(host); svc != nil {
 			return []string{svc.Namespace}
 		}
 		return nil
 	}
+	// A host whose service exists but lacks the provider's port has no
+	// cluster either.
+	in.HasPort = func(host string, port uint32) bool {
+		svc := push.ServiceForHost(host)
+		if svc == nil {
+			return false
+		}
+		_, ok := svc.Port(port)
+		return ok
+	}
 	r := Build(in)
-	var extra []string
-	for _, c := range r.Clusters {
-		if c.Bootstrap {
-			continue
-		}
-		if svc := push.ServiceForHost(c.Host); svc != nil {
-			if _, ok := svc.Port(c.Port); !ok {
-				missing[c.Host] = true
-				extra = append(extra, fmt.Sprintf("provider %v: service %s has no port %d (no cluster %s); not used", c.Providers, c.Host, c.Port, c.Name))
-			}
-		}
-	}
-	if len(extra) > 0 {
-		r = Build(in)
-		// The second pass reports the port's hosts as not found: the
-		// first pass's reason stands instead.
-		kept := extra
-		for _, msg := range r.Problems {
-			if !slices.ContainsFunc(slices.Collect(maps.Keys(missing)), func(h string) bool {
-				return strings.Contains(msg, "could not find service "+h+" ")
-			}) {
-				kept = append(kept, msg)
-			}
-		}
-		slices.Sort(kept)
-		r.Problems = kept
-	}
 	return r
 }
 
@@ -108,41 +79,31 @@ func (r Result) Gateway() *model.GatewayTelemetry {
 		Tracing:            r.Tracing,
 		RequestIDExtension: r.RequestIDExtension,
 		Problems:           r.Problems,
+		Telemetries:        r.Decision.Keys(),
+		Decision:           &r.Decision,
 	}
-}
-
-func msgs[M proto.Message](in []M) []proto.Message {
-	out := make([]proto.Message, len(in))
-	for i, m := range in {
-		out[i] = m
-	}
-	return out
 }
 
 // Key names what r puts on the listeners: two results with one key give
 // byte-identical listeners, so proxies whose telemetry has one key can
 // share a gateway group's translation.
 func Key(t *model.GatewayTelemetry) string {
-	h := sha256.New()
-	opts := proto.MarshalOptions{Deterministic: true}
-	write := func(m proto.Message) {
-		b, _ := opts.Marshal(m) // a built message always encodes
-		fmt.Fprintf(h, "%d:", len(b))
-		h.Write(b)
-	}
-	for _, logs := range [][]proto.Message{msgs(t.HTTPAccessLogs), msgs(t.TCPAccessLogs), msgs(t.ListenerAccessLogs)} {
-		fmt.Fprintf(h, "[%d", len(logs))
-		for _, m := range logs {
-			write(m)
-		}
-	}
+	h := protoconv.NewHasher()
+	protoconv.Messages(h, t.HTTPAccessLogs)
+	protoconv.Messages(h, t.TCPAccessLogs)
+	protoconv.Messages(h, t.ListenerAccessLogs)
 	if t.Tracing != nil {
-		h.Write([]byte("t"))
-		write(t.Tracing)
+		h.String("tracing")
+		h.Message(t.Tracing)
 	}
 	if t.RequestIDExtension != nil {
-		h.Write([]byte("r"))
-		write(t.RequestIDExtension)
+		h.String("request-id")
+		h.Message(t.RequestIDExtension)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	// The objects applied, so that a group's status attribution is its
+	// own (two sets of Telemetries can produce the same listeners).
+	for _, k := range t.Telemetries {
+		h.String(k.String())
+	}
+	return h.Sum()
 }

@@ -41,14 +41,14 @@ extensionProviders:
 
 	good := ForProxy(push("als"), p)
 	if len(good.HTTPAccessLogs) != 1 || len(good.Problems) != 0 {
-		t.Fatalf("als: %d loggers, problems %q; want one, none", len(good.HTTPAccessLogs), good.Problems)
+		t.Fatalf("als: %d loggers, problems %v; want one, none", len(good.HTTPAccessLogs), good.Problems)
 	}
 	if len(good.Clusters) != 1 || good.Clusters[0].Name != "outbound|9000||als.istio-system.svc.cluster.local" {
 		t.Errorf("clusters %+v", good.Clusters)
 	}
 	bad := ForProxy(push("wrong-port"), p)
-	if len(bad.HTTPAccessLogs) != 0 || len(bad.Problems) != 1 || !strings.Contains(bad.Problems[0], "no port 9001") {
-		t.Errorf("wrong-port: %d loggers, problems %q; want none and the port named", len(bad.HTTPAccessLogs), bad.Problems)
+	if len(bad.HTTPAccessLogs) != 0 || len(bad.Problems) != 1 || !strings.Contains(bad.Problems[0].Error(), "no port 9001") {
+		t.Errorf("wrong-port: %d loggers, problems %v; want none and the port named", len(bad.HTTPAccessLogs), bad.Problems)
 	}
 	if Key(good.Gateway()) != Key(ForProxy(push("als"), p).Gateway()) {
 		t.Error("the same telemetry gives two keys")

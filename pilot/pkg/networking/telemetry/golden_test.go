@@ -122,7 +122,15 @@ func TestGolden(t *testing.T) {
 		golden.Section(t, &b, "tracing", tracing)
 		golden.Section(t, &b, "requestIdExtension", []*hcmv3.RequestIDExtension{r.RequestIDExtension})
 		golden.WriteYAML(t, &b, "clusters", nonNil(r.Clusters))
-		golden.WriteYAML(t, &b, "problems", nonNil(r.Problems))
+		problems := []string{}
+		for _, e := range r.Problems {
+			sev := "error"
+			if e.Warning {
+				sev = "warning"
+			}
+			problems = append(problems, sev+": "+e.Error())
+		}
+		golden.WriteYAML(t, &b, "problems", problems)
 		return b.Bytes()
 	})
 }

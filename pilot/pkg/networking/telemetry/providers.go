@@ -31,12 +31,12 @@ func clusterName(host string, port uint32) string {
 // not resolve.
 func (b *builder) lookupCluster(provider, service string, port uint32) (host, cluster string, ok bool) {
 	if service == "" {
-		b.problem("provider %q: service must not be empty", provider)
+		b.providerProblem(provider, "provider %q: service must not be empty", provider)
 		return "", "", false
 	}
 	if ns, name, found := strings.Cut(service, "/"); found && !strings.Contains(name, "/") {
 		if b.services != nil && !slices.Contains(b.services(name), ns) {
-			b.problem("provider %q: could not find service %s in the service registry", provider, service)
+			b.providerProblem(provider, "provider %q: could not find service %s in the service registry", provider, service)
 			return "", "", false
 		}
 		host = name
@@ -46,17 +46,21 @@ func (b *builder) lookupCluster(provider, service string, port uint32) (host, cl
 			switch {
 			case len(namespaces) > 1:
 				namespaces = slices.Sorted(slices.Values(namespaces))
-				b.problem("provider %q: found %s in multiple namespaces %v, specify the namespace explicitly in the format of <Namespace>/<Hostname>",
+				b.providerProblem(provider, "provider %q: found %s in multiple namespaces %v, specify the namespace explicitly in the format of <Namespace>/<Hostname>",
 					provider, service, namespaces)
 				return "", "", false
 			case len(namespaces) == 0:
-				b.problem("provider %q: could not find service %s in the service registry", provider, service)
+				b.providerProblem(provider, "provider %q: could not find service %s in the service registry", provider, service)
 				return "", "", false
 			}
 		}
 		host = service
 	}
 	cluster = clusterName(host, port)
+	if b.in.HasPort != nil && !b.in.HasPort(host, port) {
+		b.providerProblem(provider, "provider %q: service %s has no port %d (no cluster %s); not used", provider, host, port, cluster)
+		return "", "", false
+	}
 	b.useCluster(ProviderCluster{Name: cluster, Host: host, Port: port}, provider)
 	return host, cluster, true
 }

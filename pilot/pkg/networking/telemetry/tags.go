@@ -110,7 +110,7 @@ func (b *builder) telemetryTags(custom map[string]*telemetryv1.Tracing_CustomTag
 			t.Type = &tracingv3.CustomTag_Value{Value: tag.GetFormatter().GetValue()}
 		default:
 			// istiod emits the tag without a type, which Envoy rejects.
-			b.problem("tracing custom tag %q has no literal, header, environment or formatter", name)
+			b.meshProblem("defaultConfig.tracing.customTags["+strconv.Quote(name)+"]", "tag %q has no literal, header, environment or formatter", name)
 			continue
 		}
 		out = append(out, t)

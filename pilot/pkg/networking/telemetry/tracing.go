@@ -61,7 +61,7 @@ func (b *builder) configureTracing(spec *tracingSpec) (*hcmv3.HttpConnectionMana
 	}
 	t, customSampler, err := b.tracerFor(spec.provider)
 	if err != nil {
-		b.problem("tracing provider %q: %v", spec.provider.GetName(), err)
+		b.providerProblem(spec.provider.GetName(), "tracing provider %q: %v", spec.provider.GetName(), err)
 		return nil, b.requestIDExtension(true)
 	}
 	// Sampling: the provider's own sampler, else Telemetry's

@@ -8,6 +8,8 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	telemetryv1 "istio.io/api/telemetry/v1"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/mesh"
 )
 
@@ -69,6 +71,10 @@ type Input struct {
 	// Services resolves provider services. Nil assumes every provider
 	// service exists (the caller checks Result.Clusters instead).
 	Services ServiceNamespaces
+	// HasPort reports whether a provider service that resolved has the
+	// provider's port; nil assumes it does. Without it there is no
+	// cluster, and Envoy rejects a logger or tracer naming one.
+	HasPort func(host string, port uint32) bool
 	// Getenv resolves zipkin and opentelemetry headers given by envName
 	// (istiod reads its own environment). Nil resolves them to "".
 	Getenv func(string) string
@@ -98,8 +104,9 @@ type Result struct {
 	Clusters []ProviderCluster
 	// Problems say what was left out and why: a provider the mesh config
 	// does not have, a provider service that does not resolve, a provider
-	// of the wrong kind. Sorted.
-	Problems []string
+	// of the wrong kind, each against the Telemetry field that names the
+	// provider (or the mesh config). Sorted.
+	Problems []*config.Error
 }
 
 // ProviderCluster is a cluster a provider's logger or tracer sends to.
@@ -117,40 +124,15 @@ type ProviderCluster struct {
 	Providers []string `json:"providers"`
 }
 
-// Decision is the merged Telemetry API view for one proxy, for the debug
-// endpoints and the CLI.
-type Decision struct {
-	// Root, Namespace and Workload name ("ns/name") the Telemetries that
-	// apply at each level; Workload lists every selecting one, in order.
-	Root      string   `json:"root,omitempty"`
-	Namespace string   `json:"namespace,omitempty"`
-	Workload  []string `json:"workload,omitempty"`
-	// AccessLogs are the access log providers in force, sorted by name;
-	// nil when no Telemetry or default provider configures logging and
-	// the mesh config's accessLogFile (MeshAccessLog) applies instead.
-	AccessLogs    []AccessLogDecision `json:"accessLogs,omitempty"`
-	MeshAccessLog bool                `json:"meshAccessLog,omitempty"`
-	// Tracing is the tracing in force for the gateway (istiod's client
-	// spec); nil when no Telemetry or default provider configures it and
-	// the mesh config's enableTracing applies instead (MeshTracing).
-	Tracing     *TracingDecision `json:"tracing,omitempty"`
-	MeshTracing bool             `json:"meshTracing,omitempty"`
-}
+// Decision, AccessLogDecision and TracingDecision are the model's: the
+// server carries the decision to the debug endpoints and the CLI.
+type (
+	Decision          = model.TelemetryDecision
+	AccessLogDecision = model.TelemetryAccessLog
+	TracingDecision   = model.TelemetryTracing
+)
 
-// AccessLogDecision is one access log provider after the merge.
-type AccessLogDecision struct {
-	Provider string  `json:"provider"`
-	Disabled bool    `json:"disabled,omitempty"`
-	Filter   *string `json:"filter,omitempty"`
-}
-
-// TracingDecision is the tracing spec after the merge (istiod's
-// TracingSpec).
-type TracingDecision struct {
-	Provider                     string            `json:"provider,omitempty"`
-	Disabled                     bool              `json:"disabled,omitempty"`
-	RandomSamplingPercentage     *float64          `json:"randomSamplingPercentage,omitempty"`
-	CustomTags                   map[string]string `json:"customTags,omitempty"`
-	UseRequestIDForTraceSampling bool              `json:"useRequestIDForTraceSampling"`
-	EnableIstioTags              bool              `json:"enableIstioTags"`
+// CreationKey orders Telemetries (policyattach.SortByCreation).
+func (t Telemetry) CreationKey() (time.Time, string, string) {
+	return t.CreationTime, t.Name, t.Namespace
 }

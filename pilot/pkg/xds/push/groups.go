@@ -11,6 +11,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/security"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/telemetry"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
@@ -54,6 +55,9 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 		// named by a hash of what they put on the listeners, so proxies
 		// with the same telemetry share a translation.
 		push, key = st.withTelemetry(push, p, key)
+		// And the RequestAuthentications and AuthorizationPolicies that
+		// select it, named by a hash of the filters they produce.
+		push, key = t.withSecurity(st, push, p, key)
 		if g, ok := st.Groups[key]; ok {
 			if !g.secretsFor(p.Identity) {
 				// The generator returned secrets the Gateways and
@@ -83,7 +87,8 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 // gatewayGroup translates one gateway configuration, as push (st's push
 // context as its proxies see it) says, into its view.
 func (t *Translator) gatewayGroup(st *State, push *model.PushContext, key string, gws []config.Config, scope model.SecretScope) *Group {
-	g := &Group{Key: key, Gateways: make([]config.Key, len(gws)), Scope: scope.String(), identity: scope.Identity, viewKey: push.View()}
+	g := &Group{Key: key, Gateways: make([]config.Key, len(gws)), Scope: scope.String(), identity: scope.Identity, viewKey: push.View(),
+		Telemetry: push.GatewayTelemetry(), Security: push.GatewaySecurity()}
 	for i := range gws {
 		g.Gateways[i] = gws[i].Key()
 	}
@@ -226,6 +231,43 @@ func telemetryInputKey(push *model.PushContext, p *model.Proxy) string {
 	if p.ProxyConfig != nil {
 		pc, _ := proto.MarshalOptions{Deterministic: true}.Marshal(p.ProxyConfig) // a parsed ProxyConfig always encodes
 		b.WriteString("|" + hex.EncodeToString(pc))
+	}
+	return b.String()
+}
+
+// withSecurity returns push building p's listeners with p's
+// authentication and authorization filters, and key extended by them
+// (unchanged when no policy applies).
+func (t *Translator) withSecurity(st *State, push *model.PushContext, p *model.Proxy, key string) (*model.PushContext, string) {
+	if len(push.RequestAuthentications()) == 0 && len(push.AuthorizationPolicies()) == 0 {
+		return push, key
+	}
+	in := securityInputKey(push, p)
+	sec, ok := st.security[in]
+	if !ok {
+		sec = security.ForProxy(push, p, security.Options{JWKS: t.jwks})
+		if st.security == nil {
+			st.security = map[string]*model.GatewaySecurity{}
+		}
+		st.security[in] = sec
+	}
+	if sec == nil {
+		return push, key
+	}
+	return push.WithGatewaySecurity(sec), key + "/security/" + sec.Key
+}
+
+// securityInputKey names everything of p and its view that
+// security.ForProxy reads besides the push itself: the view (provider
+// clusters), namespace and labels (attachment), and the topology
+// (trusted hops).
+func securityInputKey(push *model.PushContext, p *model.Proxy) string {
+	var b strings.Builder
+	for _, s := range []string{push.View(), p.Namespace, push.GatewayTopology().Key()} {
+		b.WriteString(strconv.Quote(s))
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
+		b.WriteString(strconv.Quote(k) + "=" + strconv.Quote(p.Labels[k]))
 	}
 	return b.String()
 }

@@ -36,6 +36,9 @@ type State struct {
 	// share one computation per push. Written and read under the push
 	// lock.
 	telemetry map[string]proxyTelemetry
+	// security caches the gateway security by what it depends on of a
+	// proxy (securityInputKey); written under the push lock.
+	security map[string]*model.GatewaySecurity
 }
 
 // ServiceView is the clusters and endpoints one proxy view gets instead
@@ -54,6 +57,12 @@ const ProxylessKey = "proxyless-grpc"
 type Group struct {
 	Key      string
 	Gateways []config.Key
+	// Telemetry is the access logging and tracing the group's listeners
+	// were built with (nil for the proxyless group).
+	Telemetry *model.GatewayTelemetry
+	// Security is the authentication and authorization its listeners
+	// were built with (nil: none applies).
+	Security *model.GatewaySecurity
 	// listeners, routes and secrets are the group's own translation, kept
 	// so an endpoints-only push can reuse them; clusters is set only for
 	// the proxyless group (gateway groups share the push's).

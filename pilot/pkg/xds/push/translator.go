@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/authn"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/grpcgen"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
@@ -34,6 +35,10 @@ type Options struct {
 	Mesh func() *mesh.Config
 	// Generator translates config. Required.
 	Generator core.Generator
+	// JWKS resolves RequestAuthentication jwksUris for the gateways'
+	// jwt_authn filters; nil serves rules without inline jwks
+	// fail-closed.
+	JWKS authn.JWKSResolver
 	// SecretAuthorizer and GatewaySecretGrants decide which Secrets of
 	// another namespace a proxy may have (they are part of a group's key).
 	SecretAuthorizer    model.SecretAuthorizer
@@ -66,6 +71,7 @@ type Translator struct {
 	scoping    model.Scoping
 	mesh       func() *mesh.Config
 	gen        core.Generator
+	jwks       authn.JWKSResolver
 	warm       bool
 	authz      model.SecretAuthorizer
 	grants     model.GatewaySecretGrants
@@ -90,6 +96,7 @@ func New(opts Options) *Translator {
 		scoping:      opts.Scoping,
 		mesh:         opts.Mesh,
 		gen:          opts.Generator,
+		jwks:         opts.JWKS,
 		warm:         opts.WarmGateways,
 		authz:        opts.SecretAuthorizer,
 		grants:       opts.GatewaySecretGrants,

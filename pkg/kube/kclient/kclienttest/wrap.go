@@ -5,6 +5,7 @@ package kclienttest
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
@@ -162,6 +163,18 @@ type istioTelemetryV1 struct{ cs istioclient.Interface }
 
 func (c istioTelemetryV1) Telemetries(ns string) kclient.StatusResource[*istiotelemetryv1.Telemetry, *istiotelemetryv1.TelemetryList] {
 	return c.cs.TelemetryV1().Telemetries(ns)
+}
+
+func (i istio) SecurityV1() kclient.IstioSecurityV1 { return istioSecurityV1(i) }
+
+type istioSecurityV1 struct{ cs istioclient.Interface }
+
+func (c istioSecurityV1) RequestAuthentications(ns string) kclient.StatusResource[*istiosecurityv1.RequestAuthentication, *istiosecurityv1.RequestAuthenticationList] {
+	return c.cs.SecurityV1().RequestAuthentications(ns)
+}
+
+func (c istioSecurityV1) AuthorizationPolicies(ns string) kclient.StatusResource[*istiosecurityv1.AuthorizationPolicy, *istiosecurityv1.AuthorizationPolicyList] {
+	return c.cs.SecurityV1().AuthorizationPolicies(ns)
 }
 
 type gatewayAPI struct{ cs gwclient.Interface }

@@ -3,6 +3,7 @@ package crdclient
 import (
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,7 @@ import (
 )
 
 // apiVersion is the version of a kind's group the controller watches:
-// networking.istio.io/v1, telemetry.istio.io/v1.
+// networking.istio.io/v1, telemetry.istio.io/v1, security.istio.io/v1.
 func apiVersion(kind schema.Kind) string { return schema.ByKind(kind).Group + "/v1" }
 
 // Source returns the config.Meta Source of a Kubernetes object,
@@ -40,6 +41,10 @@ func convert(obj any) (cfg config.Config, meta *metav1.ObjectMeta, ok bool) {
 		return build(schema.ServiceEntry, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
 	case *telemetryv1.Telemetry:
 		return build(schema.Telemetry, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
+	case *securityv1.RequestAuthentication:
+		return build(schema.RequestAuthentication, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
+	case *securityv1.AuthorizationPolicy:
+		return build(schema.AuthorizationPolicy, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
 	}
 	return config.Config{}, nil, false
 }

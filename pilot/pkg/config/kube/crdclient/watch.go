@@ -73,6 +73,10 @@ func informerFor(f *kclient.IstioFactory, k schema.Kind) (cache.SharedIndexInfor
 		return f.ServiceEntries().Informer(), nil
 	case schema.Telemetry:
 		return f.Telemetries().Informer(), nil
+	case schema.RequestAuthentication:
+		return f.RequestAuthentications().Informer(), nil
+	case schema.AuthorizationPolicy:
+		return f.AuthorizationPolicies().Informer(), nil
 	}
 	return nil, fmt.Errorf("crdclient: kind %s has no informer", k)
 }
@@ -124,8 +128,8 @@ func (w *watch) resource() string {
 // onWatchError runs on the informer's goroutine when a list or watch
 // fails. The reflector retries with backoff by itself; a refusal by RBAC,
 // or a resource the API server does not have (its CRD is not installed,
-// as the Telemetry CRD may not be where only the networking CRDs were
-// applied), is reported once (and again if it recurs after it was
+// as the Telemetry or security CRDs may not be where only the networking
+// CRDs were applied), is reported once (and again if it recurs after it was
 // resolved) and lets the first sync proceed without this watch.
 func (w *watch) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
 	var msg, logMsg string

@@ -11,7 +11,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	listersv1 "istio.io/client-go/pkg/listers/networking/v1"
+	securitylisters "istio.io/client-go/pkg/listers/security/v1"
 	telemetrylisters "istio.io/client-go/pkg/listers/telemetry/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,14 +97,15 @@ func (o *IstioOptions) defaults() error {
 }
 
 // IstioWriter writes status.conditions and status.validationMessages of
-// Gateways, VirtualServices, DestinationRules, ServiceEntries and
-// Telemetries while this replica holds its Lease.
+// Gateways, VirtualServices, DestinationRules, ServiceEntries,
+// Telemetries, RequestAuthentications and AuthorizationPolicies while this
+// replica holds its Lease.
 type IstioWriter struct {
 	opts      IstioOptions
 	factories []*kclient.IstioFactory
 	// synced are the networking informers writing waits for. The
-	// Telemetry informer is left out: its CRD may not be installed, and
-	// the other kinds' status must not wait for it.
+	// Telemetry and security informers are left out: their CRDs may not
+	// be installed, and the other kinds' status must not wait for them.
 	synced  []cache.InformerSynced
 	listers []istioListers
 	regs    []cache.ResourceEventHandlerRegistration
@@ -125,6 +130,8 @@ type istioListers struct {
 	dr listersv1.DestinationRuleLister
 	se listersv1.ServiceEntryLister
 	tm telemetrylisters.TelemetryLister
+	ra securitylisters.RequestAuthenticationLister
+	ap securitylisters.AuthorizationPolicyLister
 }
 
 // NewIstio sets up the informers; nothing is watched before Run.
@@ -151,9 +158,11 @@ func NewIstio(opts IstioOptions) (*IstioWriter, error) {
 	}
 	for _, f := range factories {
 		l := istioListers{gw: f.Gateways().Lister(), vs: f.VirtualServices().Lister(),
-			dr: f.DestinationRules().Lister(), se: f.ServiceEntries().Lister(), tm: f.Telemetries().Lister()}
+			dr: f.DestinationRules().Lister(), se: f.ServiceEntries().Lister(), tm: f.Telemetries().Lister(),
+			ra: f.RequestAuthentications().Lister(), ap: f.AuthorizationPolicies().Lister()}
 		for _, inf := range []cache.SharedIndexInformer{f.Gateways().Informer(), f.VirtualServices().Informer(),
-			f.DestinationRules().Informer(), f.ServiceEntries().Informer(), f.Telemetries().Informer()} {
+			f.DestinationRules().Informer(), f.ServiceEntries().Informer(), f.Telemetries().Informer(),
+			f.RequestAuthentications().Informer(), f.AuthorizationPolicies().Informer()} {
 			reg, err := inf.AddEventHandler(every)
 			if err != nil {
 				return nil, fmt.Errorf("istio status: %w", err)
@@ -294,54 +303,28 @@ func equalIgnoringTimes(a, b *metav1alpha1.IstioStatus) bool {
 	return proto.Equal(strip(a), strip(b))
 }
 
-// objects lists the five kinds from the caches, each with its update.
+// objects lists the seven kinds from the caches, each with its update.
 func (w *IstioWriter) objects() ([]object, error) {
 	var out []object
 	nw := w.opts.Istio.NetworkingV1()
 	tw := w.opts.Istio.TelemetryV1()
+	sw := w.opts.Istio.SecurityV1()
 	for _, l := range w.listers {
 		gws, err := l.gw.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range gws {
-			out = append(out, object{key: config.Key{Kind: schema.Gateway, Namespace: c.Namespace, Name: c.Name},
-				generation: c.Generation, rv: c.ResourceVersion, status: &c.Status,
-				update: func(ctx context.Context, s *metav1alpha1.IstioStatus) error {
-					cp := c.DeepCopy()
-					setStatus(&cp.Status, s)
-					_, err := nw.Gateways(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-					return err
-				}})
-		}
+		out = appendObjects(out, schema.Gateway, gws, nw.Gateways, func(c *networkingv1.Gateway) *metav1alpha1.IstioStatus { return &c.Status })
 		vss, err := l.vs.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range vss {
-			out = append(out, object{key: config.Key{Kind: schema.VirtualService, Namespace: c.Namespace, Name: c.Name},
-				generation: c.Generation, rv: c.ResourceVersion, status: &c.Status,
-				update: func(ctx context.Context, s *metav1alpha1.IstioStatus) error {
-					cp := c.DeepCopy()
-					setStatus(&cp.Status, s)
-					_, err := nw.VirtualServices(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-					return err
-				}})
-		}
+		out = appendObjects(out, schema.VirtualService, vss, nw.VirtualServices, func(c *networkingv1.VirtualService) *metav1alpha1.IstioStatus { return &c.Status })
 		drs, err := l.dr.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range drs {
-			out = append(out, object{key: config.Key{Kind: schema.DestinationRule, Namespace: c.Namespace, Name: c.Name},
-				generation: c.Generation, rv: c.ResourceVersion, status: &c.Status,
-				update: func(ctx context.Context, s *metav1alpha1.IstioStatus) error {
-					cp := c.DeepCopy()
-					setStatus(&cp.Status, s)
-					_, err := nw.DestinationRules(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-					return err
-				}})
-		}
+		out = appendObjects(out, schema.DestinationRule, drs, nw.DestinationRules, func(c *networkingv1.DestinationRule) *metav1alpha1.IstioStatus { return &c.Status })
 		ses, err := l.se.List(labels.Everything())
 		if err != nil {
 			return nil, err
@@ -368,16 +351,19 @@ func (w *IstioWriter) objects() ([]object, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range tms {
-			out = append(out, object{key: config.Key{Kind: schema.Telemetry, Namespace: c.Namespace, Name: c.Name},
-				generation: c.Generation, rv: c.ResourceVersion, status: &c.Status,
-				update: func(ctx context.Context, s *metav1alpha1.IstioStatus) error {
-					cp := c.DeepCopy()
-					setStatus(&cp.Status, s)
-					_, err := tw.Telemetries(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-					return err
-				}})
+		out = appendObjects(out, schema.Telemetry, tms, tw.Telemetries, func(c *telemetryv1.Telemetry) *metav1alpha1.IstioStatus { return &c.Status })
+		// The security kinds, like Telemetry, list what their informers
+		// have: nothing where their CRDs are not installed.
+		ras, err := l.ra.List(labels.Everything())
+		if err != nil {
+			return nil, err
 		}
+		out = appendObjects(out, schema.RequestAuthentication, ras, sw.RequestAuthentications, func(c *securityv1.RequestAuthentication) *metav1alpha1.IstioStatus { return &c.Status })
+		aps, err := l.ap.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		out = appendObjects(out, schema.AuthorizationPolicy, aps, sw.AuthorizationPolicies, func(c *securityv1.AuthorizationPolicy) *metav1alpha1.IstioStatus { return &c.Status })
 	}
 	return out, nil
 }
@@ -387,4 +373,35 @@ func (w *IstioWriter) objects() ([]object, error) {
 func setStatus(dst, s *metav1alpha1.IstioStatus) {
 	s = proto.Clone(s).(*metav1alpha1.IstioStatus)
 	dst.Conditions, dst.ValidationMessages, dst.ObservedGeneration = s.Conditions, s.ValidationMessages, s.ObservedGeneration
+}
+
+// statusObject is a generated Istio client type: metadata and DeepCopy
+// (its IstioStatus is a field, read through a function).
+type statusObject[T any] interface {
+	*T
+	metav1.Object
+	DeepCopy() *T
+}
+
+// statusUpdater is the part of a generated typed client that writes one
+// kind's status.
+type statusUpdater[T any] interface {
+	UpdateStatus(ctx context.Context, obj *T, opts metav1.UpdateOptions) (*T, error)
+}
+
+// appendObjects adds items of kind, each written through client(ns).
+func appendObjects[T any, P statusObject[T], C statusUpdater[T]](out []object, kind schema.Kind, items []P, client func(string) C,
+	status func(P) *metav1alpha1.IstioStatus,
+) []object {
+	for _, c := range items {
+		out = append(out, object{key: config.Key{Kind: kind, Namespace: c.GetNamespace(), Name: c.GetName()},
+			generation: c.GetGeneration(), rv: c.GetResourceVersion(), status: status(c),
+			update: func(ctx context.Context, s *metav1alpha1.IstioStatus) error {
+				cp := P(c.DeepCopy())
+				setStatus(status(cp), s)
+				_, err := client(cp.GetNamespace()).UpdateStatus(ctx, (*T)(cp), metav1.UpdateOptions{})
+				return err
+			}})
+	}
+	return out
 }
