@@ -159,11 +159,12 @@ func newAnalyze() *cobra.Command {
 				aopts.Registries = append(aopts.Registries, reg)
 				findings = analysis.Findings(analysis.Analyze(configs, errs, aopts), nil)
 			} else {
-				configs, errs, contents, err := analysis.Load(args)
+				l, err := analysis.LoadAll(args)
 				if err != nil {
 					return err
 				}
-				findings = analysis.Findings(analysis.Analyze(configs, errs, aopts), contents)
+				aopts.GatewayAPI = l.GatewayAPI
+				findings = analysis.Findings(analysis.Analyze(l.Configs, l.Errors, aopts), l.Contents)
 			}
 			return cli.WriteFindings(cmd.OutOrStdout(), findings, output)
 		},

@@ -40,12 +40,18 @@ type Options struct {
 	// Mesh is the mesh config, as the server's --mesh-config; nil means
 	// istiod's defaults (whose only access log provider is envoy).
 	Mesh *mesh.Config
+	// GatewayAPI are Gateway API objects (LoadAll's), converted as the
+	// server converts them and analyzed with the rest.
+	GatewayAPI []manifest.GatewayAPIObject
 }
 
 // Analyze returns the problems of configs (objects that passed parsing and
 // validation) together with sourceErrs (those that did not), deduplicated
 // and sorted by source, object and field.
 func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) []*config.Error {
+	generated, convErrs := convertGatewayAPI(opts.GatewayAPI, configs, cmp.Or(opts.DomainSuffix, model.DefaultDomainSuffix))
+	configs = append(slices.Clip(configs), generated...)
+	sourceErrs = append(slices.Clip(sourceErrs), convErrs...)
 	store := memory.New(configs)
 	scoping := model.Scoping{DomainSuffix: opts.DomainSuffix, Mesh: opts.Mesh}
 	if opts.Mesh != nil {

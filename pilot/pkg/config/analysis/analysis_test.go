@@ -20,11 +20,12 @@ var update = flag.Bool("update", false, "rewrite testdata/<case>.golden.txt from
 // line, file names relative to the folder.
 func analyze(t *testing.T, dir string, opts analysis.Options) ([]analysis.Finding, string) {
 	t.Helper()
-	configs, errs, contents, err := analysis.Load([]string{dir})
+	l, err := analysis.LoadAll([]string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := analysis.Findings(analysis.Analyze(configs, errs, opts), contents)
+	opts.GatewayAPI = l.GatewayAPI
+	fs := analysis.Findings(analysis.Analyze(l.Configs, l.Errors, opts), l.Contents)
 	var b strings.Builder
 	for _, f := range fs {
 		rel, err := filepath.Rel(dir, f.File)

@@ -18,13 +18,31 @@ import (
 // every document, and returns the objects that are good, one error per
 // problem, and the content of every file read (for locating findings). The
 // first definition of an object wins, as in file mode; later ones are
-// reported. An unreadable path is an error.
+// reported. An unreadable path is an error. Gateway API objects are left
+// out: LoadAll returns them too.
 func Load(paths []string) ([]config.Config, []*config.Error, map[string][]byte, error) {
+	l, err := LoadAll(paths)
+	return l.Configs, l.Errors, l.Contents, err
+}
+
+// Loaded is what LoadAll read.
+type Loaded struct {
+	// Configs are the Istio objects that parsed and validated, Errors one
+	// per problem, Contents every file read (for locating findings).
+	Configs  []config.Config
+	Errors   []*config.Error
+	Contents map[string][]byte
+	// GatewayAPI are the Gateway API objects, for Options.GatewayAPI.
+	GatewayAPI []manifest.GatewayAPIObject
+}
+
+// LoadAll is Load, also returning the Gateway API objects of the files.
+func LoadAll(paths []string) (Loaded, error) {
 	var files []string
 	for _, root := range paths {
 		st, err := os.Stat(root)
 		if err != nil {
-			return nil, nil, nil, err
+			return Loaded{}, err
 		}
 		if !st.IsDir() {
 			files = append(files, root)
@@ -46,7 +64,7 @@ func Load(paths []string) ([]config.Config, []*config.Error, map[string][]byte, 
 			return nil
 		})
 		if err != nil {
-			return nil, nil, nil, err
+			return Loaded{}, err
 		}
 	}
 	slices.Sort(files)
@@ -55,16 +73,18 @@ func Load(paths []string) ([]config.Config, []*config.Error, map[string][]byte, 
 	contents := map[string][]byte{}
 	var good []config.Config
 	var errs []*config.Error
+	var gwAPI []manifest.GatewayAPIObject
 	first := map[config.Key]string{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, nil, err
+			return Loaded{}, err
 		}
 		contents[f] = data
-		objs, parseErrs := manifest.Parse(f, data, manifest.Options{})
+		all, parseErrs := manifest.ParseAll(f, data, manifest.Options{})
 		errs = append(errs, parseErrs...)
-		for _, obj := range objs {
+		gwAPI = append(gwAPI, all.GatewayAPI...)
+		for _, obj := range all.Configs {
 			if err := validate(obj); err != nil {
 				errs = append(errs, config.ErrorsFor(obj.Source, obj.Key(), err)...)
 				continue
@@ -78,7 +98,7 @@ func Load(paths []string) ([]config.Config, []*config.Error, map[string][]byte, 
 			good = append(good, obj)
 		}
 	}
-	return good, errs, contents, nil
+	return Loaded{Configs: good, Errors: errs, Contents: contents, GatewayAPI: gwAPI}, nil
 }
 
 // validate is validation.Validate, with a panic turned into an error as
