@@ -150,10 +150,10 @@ kube-deps: ## Get etcd and kube-apiserver for the Kubernetes tests (built once, 
 	  else echo "kube-deps: not building kube-apiserver until etcd is installed" >&2; fi
 
 # Refresh manifests/crds from the istio.io/api version in go.mod: only the
-# Istio kinds Wayfinder reads (networking.istio.io and telemetry.istio.io in
-# istio-networking.yaml, which keeps its older name; security.istio.io in
+# Istio kinds Wayfinder reads (networking.istio.io, EnvoyFilter included, and
+# telemetry.istio.io in istio-networking.yaml, which keeps its older name; security.istio.io in
 # istio-security.yaml).
-ISTIO_CRD_KINDS := gateways virtualservices destinationrules serviceentries telemetries
+ISTIO_CRD_KINDS := gateways virtualservices destinationrules serviceentries envoyfilters telemetries
 ISTIO_SECURITY_CRD_KINDS := requestauthentications authorizationpolicies
 
 crds: ## Refresh manifests/crds/istio-networking.yaml and istio-security.yaml from go.mod's istio.io/api

@@ -269,8 +269,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	cr := objs["ClusterRole/wayfinder-pilot-discovery"].(*rbacv1.ClusterRole)
 	read := []string{
 		"networking.istio.io/gateways", "networking.istio.io/virtualservices",
-		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries", "telemetry.istio.io/telemetries",
-		"security.istio.io/requestauthentications", "security.istio.io/authorizationpolicies",
+		"networking.istio.io/destinationrules", "networking.istio.io/serviceentries", "networking.istio.io/envoyfilters",
+		"telemetry.istio.io/telemetries", "security.istio.io/requestauthentications", "security.istio.io/authorizationpolicies",
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
 		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
 		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
@@ -283,7 +283,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	want = append(want, "networking.k8s.io/ingresses/status:update")
 	want = append(want, expand([]string{"networking.istio.io/gateways/status", "networking.istio.io/virtualservices/status",
 		"networking.istio.io/destinationrules/status", "networking.istio.io/serviceentries/status",
-		"telemetry.istio.io/telemetries/status", "security.istio.io/requestauthentications/status",
+		"networking.istio.io/envoyfilters/status", "telemetry.istio.io/telemetries/status", "security.istio.io/requestauthentications/status",
 		"security.istio.io/authorizationpolicies/status"}, "update")...)
 	want = append(want, expand([]string{"gateway.networking.k8s.io/gatewayclasses/status", "gateway.networking.k8s.io/gateways/status",
 		"gateway.networking.k8s.io/httproutes/status", "gateway.networking.k8s.io/grpcroutes/status",
@@ -327,7 +327,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 }
 
 // The CRDs are Istio's, for the kinds Wayfinder reads: the networking
-// kinds storing v1, Telemetry serving v1 and v1alpha1, the security kinds
+// kinds storing v1 (EnvoyFilter, which Istio serves at v1alpha3 only,
+// storing that), Telemetry serving v1 and v1alpha1, the security kinds
 // storing v1 and serving v1beta1 too.
 func TestCRDs(t *testing.T) {
 	docs, err := manifests.CRDs()
@@ -366,14 +367,18 @@ func TestCRDs(t *testing.T) {
 		// v1alpha1 and serves both, and Wayfinder (like istiod) reads v1.
 		served := map[string]bool{}
 		v1ok := false
+		envoyFilter := crd.Metadata.Name == "envoyfilters.networking.istio.io"
 		for _, v := range crd.Spec.Versions {
 			served[v.Name] = v.Served
 			if v.Name == "v1" && v.Served && (v.Storage || crd.Spec.Group == "telemetry.istio.io") {
 				v1ok = true
 			}
+			if envoyFilter && v.Name == "v1alpha3" && v.Served && v.Storage {
+				v1ok = true
+			}
 		}
 		if !v1ok {
-			t.Errorf("%s: v1 is not served (and, in networking.istio.io, the storage version)", d)
+			t.Errorf("%s: v1 (v1alpha3 for EnvoyFilter) is not served (and, in networking.istio.io, the storage version)", d)
 		}
 		if crd.Spec.Group == "telemetry.istio.io" && !served["v1alpha1"] {
 			t.Errorf("%s: v1alpha1, which istiod also reads, is not served", d)
@@ -384,7 +389,8 @@ func TestCRDs(t *testing.T) {
 		names = append(names, crd.Metadata.Name)
 	}
 	slices.Sort(names)
-	want := []string{"authorizationpolicies.security.istio.io", "destinationrules.networking.istio.io", "gateways.networking.istio.io",
+	want := []string{"authorizationpolicies.security.istio.io", "destinationrules.networking.istio.io",
+		"envoyfilters.networking.istio.io", "gateways.networking.istio.io",
 		"requestauthentications.security.istio.io", "serviceentries.networking.istio.io",
 		"telemetries.telemetry.istio.io", "virtualservices.networking.istio.io"}
 	if !slices.Equal(names, want) {

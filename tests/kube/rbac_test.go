@@ -53,7 +53,7 @@ func TestForbiddenNamespaceIsReportedAndAllowedOnesServed(t *testing.T) {
 	}
 	for _, res := range []string{"gateways.networking.istio.io", "virtualservices.networking.istio.io", "destinationrules.networking.istio.io",
 		"serviceentries.networking.istio.io", "telemetries.telemetry.istio.io", "requestauthentications.security.istio.io",
-		"authorizationpolicies.security.istio.io", "services", "endpointslices.discovery.k8s.io", "pods"} {
+		"authorizationpolicies.security.istio.io", "envoyfilters.networking.istio.io", "services", "endpointslices.discovery.k8s.io", "pods"} {
 		found := false
 		for _, m := range named {
 			found = found || strings.Contains(m, "cannot list/watch "+res+" in namespace")

@@ -89,6 +89,10 @@ type Options struct {
 	// WarmGateways translates each Gateway selector's configuration before
 	// the server reports ready (xds.Options.WarmGateways).
 	WarmGateways bool
+	// KeepRejectedEnvoyFilterPatches keeps sending EnvoyFilter patches a
+	// gateway rejected (xds.Options.KeepRejectedPatches); by default they
+	// are withheld from the rejected resources.
+	KeepRejectedEnvoyFilterPatches bool
 	// Limits bound what clients can cost (gRPC and per ADS stream).
 	Limits Limits
 	// DrainDuration is how long a clean shutdown (SIGTERM) takes to close

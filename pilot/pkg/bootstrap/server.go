@@ -60,13 +60,14 @@ func NewServer(opts Options) (s *Server, err error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	xopts := xds.Options{
-		Debounce:         opts.Debounce,
-		EndpointDebounce: opts.EndpointDebounce,
-		Logger:           opts.Logger,
-		Registry:         registry,
-		Limits:           opts.Limits.XDS,
-		WarmGateways:     opts.WarmGateways,
-		Scoping:          model.Scoping{RootNamespace: opts.RootNamespace, DomainSuffix: opts.DomainSuffix},
+		Debounce:            opts.Debounce,
+		EndpointDebounce:    opts.EndpointDebounce,
+		Logger:              opts.Logger,
+		Registry:            registry,
+		Limits:              opts.Limits.XDS,
+		WarmGateways:        opts.WarmGateways,
+		KeepRejectedPatches: opts.KeepRejectedEnvoyFilterPatches,
+		Scoping:             model.Scoping{RootNamespace: opts.RootNamespace, DomainSuffix: opts.DomainSuffix},
 	}
 	dopts := debugOptions{replica: opts.PodName, registry: registry}
 	var (

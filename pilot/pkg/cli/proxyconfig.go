@@ -24,6 +24,9 @@ type ConfigOptions struct {
 	// Output is "" for a table, or json or yaml for the raw section of the
 	// config dump.
 	Output string
+	// WithoutEnvoyFilters shows the config as translated, before the
+	// EnvoyFilters that apply to the proxy patch it.
+	WithoutEnvoyFilters bool
 }
 
 // ConfigTypes are the sections proxy-config shows.
@@ -73,9 +76,14 @@ func ResolveProxy(ctx context.Context, clients []*Client, proxy string) (*Client
 	return nil, "", fmt.Errorf("proxy %q matches several proxies; give the node id: %s", proxy, strings.Join(names, ", "))
 }
 
-// FetchConfigDump reads the config dump of node id from c.
-func FetchConfigDump(ctx context.Context, c *Client, id string) (*admin.ConfigDump, error) {
-	body, err := c.GetRaw(ctx, "/debug/config_dump?proxyID="+url.QueryEscape(id))
+// FetchConfigDump reads the config dump of node id from c; without
+// EnvoyFilters, the config as translated before they patch it.
+func FetchConfigDump(ctx context.Context, c *Client, id string, withoutEnvoyFilters bool) (*admin.ConfigDump, error) {
+	path := "/debug/config_dump?proxyID=" + url.QueryEscape(id)
+	if withoutEnvoyFilters {
+		path += "&withoutEnvoyFilters=true"
+	}
+	body, err := c.GetRaw(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,10 @@ type SyncNack struct {
 	Code    int32     `json:"code,omitempty"`
 	Message string    `json:"message"`
 	At      time.Time `json:"at"`
+	// EnvoyFilterPatches are the EnvoyFilter patches that changed
+	// resources of the rejected type for this proxy ("EnvoyFilter ns/name
+	// spec.configPatches[i] on Listener NAME"): the likely cause.
+	EnvoyFilterPatches []string `json:"envoyFilterPatches,omitempty"`
 }
 
 // Adsz is the body of /debug/adsz.

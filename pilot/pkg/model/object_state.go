@@ -26,4 +26,27 @@ type ObjectState struct {
 	FirstNack string `json:"firstNack,omitempty"`
 	// Errors are the object's standing source and translation problems.
 	Errors []*config.Error `json:"-"`
+	// Patches are, for an EnvoyFilter, what each of its patches did on
+	// the gateway configurations it applies to, summed over them.
+	Patches []PatchState `json:"patches,omitempty"`
+}
+
+// PatchState is what one EnvoyFilter patch (spec.configPatches[Index]) did
+// over the gateway configurations of connected gateways.
+type PatchState struct {
+	Index     int    `json:"index"`
+	ApplyTo   string `json:"applyTo"`
+	Operation string `json:"operation"`
+	// Configurations is the number of distinct gateway configurations the
+	// filter applies to; Matched and Changed count resources over them,
+	// Failed those whose patched form did not validate (served without
+	// the patch) and Withheld those a gateway rejected (likewise).
+	Configurations int `json:"configurations"`
+	Matched        int `json:"matched"`
+	Changed        int `json:"changed"`
+	Failed         int `json:"failed,omitempty"`
+	Withheld       int `json:"withheld,omitempty"`
+	// Skipped says why the patch did not run on some configuration (its
+	// context or proxy match rules it out, or its value is bad).
+	Skipped string `json:"skipped,omitempty"`
 }

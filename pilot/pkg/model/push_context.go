@@ -30,6 +30,9 @@ type PushContext struct {
 	// requestAuthentications and authorizationPolicies are the valid
 	// security.istio.io objects, oldest first (see RequestAuthentications).
 	requestAuthentications, authorizationPolicies []config.Config
+	// envoyFilters are the valid EnvoyFilters in istiod's order (see
+	// EnvoyFilters).
+	envoyFilters []config.Config
 
 	vsByGateway   map[string][]config.Config
 	serviceByHost map[string]*Service
@@ -105,6 +108,7 @@ func NewScopedPushContext(sc Scoping, store ConfigStore, registries ...ServiceDi
 	}
 	ps.requestAuthentications = sortByCreation(store.List(schema.RequestAuthentication, ""))
 	ps.authorizationPolicies = sortByCreation(store.List(schema.AuthorizationPolicy, ""))
+	ps.envoyFilters = sortEnvoyFilters(store.List(schema.EnvoyFilter, ""))
 	ps.indexServices(store, registries)
 	ps.drs = indexDestinationRules(ps.destinationRules, ps.scoping)
 	ps.Errors = append(ps.Errors, ps.drs.errors...)

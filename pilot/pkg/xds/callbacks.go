@@ -247,6 +247,13 @@ func (s *DiscoveryServer) trackRequestLocked(st *streamState, typeURL, nonce, ve
 	case errDetail != nil:
 		s.recordNackLocked(st, ts, ts.sentVersion, nonce, version, errDetail)
 		ts.nackedNonce = nonce
+		ts.lastNack.patches = push.TouchedPatches(st.proxy.group, typeURL)
+		// Resources EnvoyFilter patches changed: the patches are withheld
+		// from them and the group translated again, so the gateway
+		// converges on the resources as translated.
+		if s.withholdRejected && s.tr.WithholdRejected(st.proxy.group, typeURL) {
+			go s.ConfigUpdate(&model.PushRequest{Full: true, Reasons: map[string]int{"envoyfilter-rejected": 1}})
+		}
 	case nonce == ts.nackedNonce:
 		// Still answering the rejected response (e.g. new resource names):
 		// the proxy keeps its last good config.

@@ -141,6 +141,9 @@ type nackRecord struct {
 	message string
 	code    int32
 	at      time.Time
+	// patches are the EnvoyFilter patches that changed resources of the
+	// rejected type for the proxy's gateway configuration.
+	patches []string
 }
 
 func (st *streamState) typeStatus(typeURL string) *typeStatus {

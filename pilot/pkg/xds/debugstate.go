@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/debugapi"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/debug"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -83,6 +84,7 @@ func (s *DiscoveryServer) ProxyConfig(id string) (debug.ProxyConfig, bool) {
 	out := debug.ProxyConfig{Namespace: p.proxy.Namespace} // p.proxy is immutable once connected
 	if v != nil {
 		out.Dump = func() (*admin.ConfigDump, error) { return debug.ConfigDump(v) }
+		out.Unpatched = func() (*admin.ConfigDump, error) { return s.unpatchedDump(p.proxy) }
 	}
 	return out, true
 }
@@ -100,4 +102,23 @@ func (s *DiscoveryServer) Readiness() (ready bool, why string) {
 	default:
 		return false, "waiting for the first push"
 	}
+}
+
+// unpatchedDump translates proxy's gateway configuration without its
+// EnvoyFilters (under the push lock, like a push) and renders it; nil
+// when no EnvoyFilter applies to it.
+func (s *DiscoveryServer) unpatchedDump(proxy *model.Proxy) (*admin.ConfigDump, error) {
+	s.pushMu.Lock()
+	defer s.pushMu.Unlock()
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	g := s.tr.Unpatched(st, proxy)
+	if g == nil {
+		return nil, nil
+	}
+	if g.View == nil {
+		return nil, fmt.Errorf("the configuration without EnvoyFilters could not be assembled: %v", g.Problems())
+	}
+	return debug.ConfigDump(g.View)
 }

@@ -75,7 +75,8 @@ func syncType(typeURL string, ts *typeStatus, p *proxyState) debugapi.SyncType {
 	out.SentVersion, out.SentNonce, out.SentAt, out.Sends = ts.sentVersion, ts.sentNonce, ts.sentAt, ts.sends
 	out.AckedVersion, out.AckedAt = ts.ackedVersion, ts.ackedAt
 	if n := ts.lastNack; n != nil {
-		out.LastNack = &debugapi.SyncNack{Version: n.version, Nonce: n.nonce, Code: n.code, Message: n.message, At: n.at}
+		out.LastNack = &debugapi.SyncNack{Version: n.version, Nonce: n.nonce, Code: n.code, Message: n.message, At: n.at,
+			EnvoyFilterPatches: n.patches}
 	}
 	switch {
 	case ts.sends == 0:

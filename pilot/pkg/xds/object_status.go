@@ -50,6 +50,7 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*model.ObjectState {
 	defer s.mu.Unlock()
 	st := s.state
 	byGroup := map[string][]config.Key{} // the Gateways and VirtualServices feeding a group's LDS and RDS
+	patched := map[string]bool{}         // groups whose EnvoyFilter reports are counted
 	for _, id := range slices.Sorted(maps.Keys(s.proxies)) {
 		p := s.proxies[id]
 		if p.group == nil || p.view == nil || p.group.Key == push.ProxylessKey || st == nil {
@@ -69,8 +70,16 @@ func (s *DiscoveryServer) ObjectStatus() map[config.Key]*model.ObjectState {
 			}
 			// The Telemetry objects applied feed its listeners too.
 			routing = append(routing, p.group.Telemetry.GetTelemetries()...)
-			// So do the RequestAuthentications and AuthorizationPolicies.
+			// So do the RequestAuthentications and AuthorizationPolicies,
+			// and the EnvoyFilters patched onto them.
 			routing = append(routing, p.group.Security.GetPolicies()...)
+			if ef := p.group.EnvoyFilters; ef != nil {
+				routing = append(routing, ef.Filters...)
+				if !patched[p.group.Key] {
+					patched[p.group.Key] = true
+					addPatchStates(get, ef)
+				}
+			}
 			slices.SortFunc(routing, compareKeys)
 			routing = slices.Compact(routing)
 			byGroup[p.group.Key] = routing
@@ -166,4 +175,27 @@ func (s *DiscoveryServer) configzStatus() []debugapi.ConfigzStatus {
 		out = append(out, cs)
 	}
 	return out
+}
+
+// addPatchStates adds one gateway configuration's EnvoyFilter patch
+// reports to the filters' states.
+func addPatchStates(get func(config.Key) *model.ObjectState, ef *push.EnvoyFilterReport) {
+	for _, r := range ef.Patches {
+		o := get(config.Key{Kind: schema.EnvoyFilter, Namespace: r.Patch.Namespace, Name: r.Patch.Name})
+		i := slices.IndexFunc(o.Patches, func(p model.PatchState) bool { return p.Index == r.Patch.Index })
+		if i < 0 {
+			o.Patches = append(o.Patches, model.PatchState{Index: r.Patch.Index, ApplyTo: r.ApplyTo.String(), Operation: r.Operation.String()})
+			slices.SortFunc(o.Patches, func(a, b model.PatchState) int { return a.Index - b.Index })
+			i = slices.IndexFunc(o.Patches, func(p model.PatchState) bool { return p.Index == r.Patch.Index })
+		}
+		ps := &o.Patches[i]
+		ps.Configurations++
+		ps.Matched += r.Matched
+		ps.Changed += r.Changed
+		ps.Failed += len(r.Failures)
+		ps.Withheld += len(r.Withheld)
+		if r.Skipped != "" {
+			ps.Skipped = r.Skipped
+		}
+	}
 }

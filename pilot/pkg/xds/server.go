@@ -88,6 +88,10 @@ type Options struct {
 	// first gateways to connect do not wait for it (see
 	// push.Translator.Warm).
 	WarmGateways bool
+	// KeepRejectedPatches turns off what a NACK of a resource an
+	// EnvoyFilter patched does by default: withhold the patches that
+	// touched it from it and push again.
+	KeepRejectedPatches bool
 }
 
 // DiscoveryServer serves ADS from views computed by pushes. See the
@@ -100,6 +104,8 @@ type DiscoveryServer struct {
 	metrics *metrics
 	// authFailures is Options.AuthFailures.
 	authFailures *security.Failures
+	// withholdRejected is !Options.KeepRejectedPatches.
+	withholdRejected bool
 
 	// tr translates pushes (package push); it is called under pushMu.
 	tr *push.Translator
@@ -158,14 +164,15 @@ func NewDiscoveryServer(opts Options) *DiscoveryServer {
 		opts.Debounce.Clock = opts.Clock
 	}
 	s := &DiscoveryServer{
-		store:         opts.Store,
-		errors:        opts.Errors,
-		log:           opts.Logger,
-		clock:         opts.Clock,
-		firstPushDone: make(chan struct{}),
-		proxies:       map[string]*proxyState{},
-		streams:       map[streamKey]*streamState{},
-		authFailures:  opts.AuthFailures,
+		store:            opts.Store,
+		errors:           opts.Errors,
+		log:              opts.Logger,
+		clock:            opts.Clock,
+		firstPushDone:    make(chan struct{}),
+		proxies:          map[string]*proxyState{},
+		streams:          map[streamKey]*streamState{},
+		authFailures:     opts.AuthFailures,
+		withholdRejected: !opts.KeepRejectedPatches,
 	}
 	s.metrics = newMetrics(opts.Registry, s.currentErrors)
 	s.tr = push.New(push.Options{

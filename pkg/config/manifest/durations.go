@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -70,8 +71,8 @@ func reachesDuration(md protoreflect.MessageDescriptor) bool {
 }
 
 func searchDuration(md protoreflect.MessageDescriptor, visiting map[protoreflect.FullName]bool) bool {
-	if md.FullName() == "google.protobuf.Duration" {
-		return true
+	if md.FullName() == "google.protobuf.Duration" || embedsMessage(md) {
+		return true // an Any or TypedStruct may hold anything
 	}
 	if visiting[md.FullName()] {
 		return false // a cycle: whatever it reaches is found from its first visit
@@ -132,6 +133,10 @@ func (w *walker) message(v any, md protoreflect.MessageDescriptor, path string) 
 }
 
 func (w *walker) value(v any, md protoreflect.MessageDescriptor, path string) any {
+	if embedsMessage(md) {
+		w.embedded(v, md, path)
+		return v
+	}
 	if md.FullName() != "google.protobuf.Duration" {
 		w.message(v, md, path)
 		return v
@@ -174,4 +179,63 @@ func isProtoDuration(s string) bool {
 		}
 	}
 	return true
+}
+
+// typedStructs are the TypedStruct messages: a type_url and the message's
+// JSON as a Struct in value (Envoy's typed config without the type).
+var typedStructs = map[protoreflect.FullName]bool{"udpa.type.v1.TypedStruct": true, "xds.type.v3.TypedStruct": true}
+
+// embedsMessage reports an Any or a TypedStruct, whose content is a
+// message named at run time.
+func embedsMessage(md protoreflect.MessageDescriptor) bool {
+	return md.FullName() == "google.protobuf.Any" || typedStructs[md.FullName()]
+}
+
+// embedded walks the message inside an Any ("@type" beside its fields)
+// or a TypedStruct ("type_url" and "value"), when its type is one the
+// binary knows; others are left as they are.
+func (w *walker) embedded(v any, md protoreflect.MessageDescriptor, path string) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	url, inner, innerPath := obj["@type"], v, path
+	if typedStructs[md.FullName()] {
+		url, inner, innerPath = obj["type_url"], obj["value"], path+".value"
+		if url == nil {
+			url = obj["typeUrl"]
+		}
+	}
+	s, ok := url.(string)
+	if !ok {
+		return
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByURL(s)
+	if err != nil {
+		return
+	}
+	w.value(inner, mt.Descriptor(), innerPath)
+}
+
+// NormalizeDurationsJSON rewrites every google.protobuf.Duration in js, a
+// message of md in protojson form, from Go's notation ("500ms", "1m30s"),
+// which Istio's API accepts, into protojson's ("0.500000000s"), also inside
+// Anys and TypedStructs of known types. root names js in errors.
+func NormalizeDurationsJSON(js []byte, md protoreflect.MessageDescriptor, root string) ([]byte, error) {
+	if !reachesDuration(md) {
+		return js, nil
+	}
+	var v any
+	if err := json.Unmarshal(js, &v); err != nil {
+		return nil, err
+	}
+	w := walker{}
+	w.message(v, md, root)
+	if w.err != nil {
+		return nil, w.err
+	}
+	if !w.changed {
+		return js, nil
+	}
+	return json.Marshal(v)
 }

@@ -26,6 +26,7 @@ const (
 	Telemetry
 	RequestAuthentication
 	AuthorizationPolicy
+	EnvoyFilter
 )
 
 // Schema describes one kind: its Kubernetes group, versions and the proto
@@ -58,11 +59,17 @@ var all = []Schema{
 		Versions: securityVersions, NewSpec: func() proto.Message { return &security.RequestAuthentication{} }},
 	{Kind: AuthorizationPolicy, Name: "AuthorizationPolicy", Plural: "authorizationpolicies", Group: "security.istio.io",
 		Versions: securityVersions, NewSpec: func() proto.Message { return &security.AuthorizationPolicy{} }},
+	{Kind: EnvoyFilter, Name: "EnvoyFilter", Plural: "envoyfilters", Group: "networking.istio.io",
+		Versions: envoyFilterVersions, NewSpec: func() proto.Message { return &networking.EnvoyFilter{} }},
 }
 
 // istioVersions are the networking.istio.io versions we accept; v1 and
 // v1beta1 are aliases of the v1alpha3 protos in istio.io/api.
 var istioVersions = []string{"v1", "v1beta1", "v1alpha3"}
+
+// envoyFilterVersions: EnvoyFilter has no v1 or v1beta1; the CRD of
+// istio.io/api v1.31.1 serves it at v1alpha3 only.
+var envoyFilterVersions = []string{"v1alpha3"}
 
 // telemetryVersions are the telemetry.istio.io versions istiod reads; v1 is
 // an alias of the v1alpha1 proto in istio.io/api.

@@ -26,6 +26,9 @@ func TestByAPIVersion(t *testing.T) {
 			}
 		}
 	}
+	if s, err := ByAPIVersion("networking.istio.io/v1alpha3", "EnvoyFilter"); err != nil || s.Kind != EnvoyFilter || s.Plural != "envoyfilters" {
+		t.Errorf("EnvoyFilter v1alpha3: %v %v", s.Kind, err)
+	}
 	if ByKind(AuthorizationPolicy).Plural != "authorizationpolicies" || ByKind(RequestAuthentication).Plural != "requestauthentications" {
 		t.Error("security plurals differ from istiod's")
 	}
@@ -38,6 +41,7 @@ func TestByAPIVersion(t *testing.T) {
 		{"security.istio.io/v1", "Gateway", `kind "Gateway" in "security.istio.io/v1"`},
 		{"security.istio.io/v1alpha1", "AuthorizationPolicy", `version "v1alpha1" of AuthorizationPolicy is not supported`},
 		{"security.istio.io/v1", "PeerAuthentication", `kind "PeerAuthentication"`},
+		{"networking.istio.io/v1", "EnvoyFilter", `version "v1" of EnvoyFilter is not supported (want one of v1alpha3)`},
 	} {
 		if _, err := ByAPIVersion(tc.apiVersion, tc.kind); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: %v, want %q", tc.apiVersion, tc.kind, err, tc.want)

@@ -2,7 +2,7 @@
 // schema alone does not catch. Every error names the field it is about.
 //
 // The rules follow Istio's validation of the networking kinds, Telemetry,
-// RequestAuthentication and AuthorizationPolicy where a
+// RequestAuthentication, AuthorizationPolicy and EnvoyFilter where a
 // gateway control plane depends on them: a config that passes here must not
 // make Envoy reject (NACK) what the translators build from it. Each problem
 // is reported separately, so one pass shows a user everything that is wrong
@@ -58,6 +58,11 @@ func Validate(c config.Config) error {
 	case schema.AuthorizationPolicy:
 		if spec, ok := specAs[securityv1beta1.AuthorizationPolicy](v, c); ok {
 			v.authorizationPolicy(spec, c.Annotations)
+		}
+	case schema.EnvoyFilter:
+		v.dryRunRefused(c)
+		if spec, ok := specAs[networking.EnvoyFilter](v, c); ok {
+			v.envoyFilter(spec)
 		}
 	default:
 		v.add("kind", "unknown kind %v", c.Kind)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,6 +63,7 @@ func New(cfg *rest.Config) (*Clients, error) {
 		rbac:   b.group("/apis", rbacv1.SchemeGroupVersion, kubeRL),
 		legacy: b.group("/apis", schema.GroupVersion{}, kubeRL),
 		istio:  b.group("/apis", istionetworkingv1.SchemeGroupVersion, istioRL),
+		alpha3: b.group("/apis", istionetworkingv1alpha3.SchemeGroupVersion, istioRL),
 		tel:    b.group("/apis", istiotelemetryv1.SchemeGroupVersion, istioRL),
 		sec:    b.group("/apis", istiosecurityv1.SchemeGroupVersion, istioRL),
 		gw:     b.group("/apis", gatewayv1.SchemeGroupVersion, gwRL),
@@ -110,7 +112,7 @@ func (b *builder) group(apiPath string, gv schema.GroupVersion, rl flowcontrol.R
 }
 
 type kube struct {
-	core, disc, net, apps, coord, authn, authz, rbac, istio, tel, sec, gw rest.Interface
+	core, disc, net, apps, coord, authn, authz, rbac, istio, alpha3, tel, sec, gw rest.Interface
 	// legacy has no group version: discovery's absolute paths.
 	legacy rest.Interface
 }
@@ -259,6 +261,14 @@ func (c istioNetworkingV1) DestinationRules(ns string) StatusResource[*istionetw
 
 func (c istioNetworkingV1) ServiceEntries(ns string) StatusResource[*istionetworkingv1.ServiceEntry, *istionetworkingv1.ServiceEntryList] {
 	return client(c.k.istio, "serviceentries", ns, false, func() *istionetworkingv1.ServiceEntry { return &istionetworkingv1.ServiceEntry{} }, func() *istionetworkingv1.ServiceEntryList { return &istionetworkingv1.ServiceEntryList{} })
+}
+
+func (i istio) NetworkingV1alpha3() IstioNetworkingV1alpha3 { return istioNetworkingV1alpha3(i) }
+
+type istioNetworkingV1alpha3 struct{ k *kube }
+
+func (c istioNetworkingV1alpha3) EnvoyFilters(ns string) StatusResource[*istionetworkingv1alpha3.EnvoyFilter, *istionetworkingv1alpha3.EnvoyFilterList] {
+	return client(c.k.alpha3, "envoyfilters", ns, false, func() *istionetworkingv1alpha3.EnvoyFilter { return &istionetworkingv1alpha3.EnvoyFilter{} }, func() *istionetworkingv1alpha3.EnvoyFilterList { return &istionetworkingv1alpha3.EnvoyFilterList{} })
 }
 
 func (i istio) TelemetryV1() IstioTelemetryV1 { return istioTelemetryV1(i) }

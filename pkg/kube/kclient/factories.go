@@ -4,9 +4,11 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istiolisters "istio.io/client-go/pkg/listers/networking/v1"
+	istiolistersv1alpha3 "istio.io/client-go/pkg/listers/networking/v1alpha3"
 	istiosecuritylisters "istio.io/client-go/pkg/listers/security/v1"
 	istiotelemetrylisters "istio.io/client-go/pkg/listers/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -103,8 +105,8 @@ func (f *KubeFactory) RoleBindings() Typed[rbaclisters.RoleBindingLister] {
 	return typed(Informer(f.Factory, f.c.RbacV1().RoleBindings(f.Namespace), &rbacv1.RoleBinding{}), rbaclisters.NewRoleBindingLister)
 }
 
-// IstioFactory is a Factory of Istio's networking kinds, Telemetry,
-// RequestAuthentication and AuthorizationPolicy.
+// IstioFactory is a Factory of Istio's networking kinds (EnvoyFilter
+// included), Telemetry, RequestAuthentication and AuthorizationPolicy.
 type IstioFactory struct {
 	*Factory
 	c Istio
@@ -129,6 +131,10 @@ func (f *IstioFactory) DestinationRules() Typed[istiolisters.DestinationRuleList
 
 func (f *IstioFactory) ServiceEntries() Typed[istiolisters.ServiceEntryLister] {
 	return typed(Informer(f.Factory, f.c.NetworkingV1().ServiceEntries(f.Namespace), &istionetworkingv1.ServiceEntry{}), istiolisters.NewServiceEntryLister)
+}
+
+func (f *IstioFactory) EnvoyFilters() Typed[istiolistersv1alpha3.EnvoyFilterLister] {
+	return typed(Informer(f.Factory, f.c.NetworkingV1alpha3().EnvoyFilters(f.Namespace), &istionetworkingv1alpha3.EnvoyFilter{}), istiolistersv1alpha3.NewEnvoyFilterLister)
 }
 
 func (f *IstioFactory) Telemetries() Typed[istiotelemetrylisters.TelemetryLister] {

@@ -2,6 +2,7 @@ package kclient
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -82,10 +83,12 @@ type RbacV1 interface {
 	RoleBindings(namespace string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList]
 }
 
-// Istio is Istio's networking.istio.io/v1, telemetry.istio.io/v1 and security.istio.io/v1 APIs,
-// in the shape of Istio's clientset.
+// Istio is Istio's networking.istio.io/v1 (and v1alpha3, for EnvoyFilter),
+// telemetry.istio.io/v1 and security.istio.io/v1 APIs, in the shape of
+// Istio's clientset.
 type Istio interface {
 	NetworkingV1() IstioNetworkingV1
+	NetworkingV1alpha3() IstioNetworkingV1alpha3
 	TelemetryV1() IstioTelemetryV1
 	SecurityV1() IstioSecurityV1
 }
@@ -100,6 +103,12 @@ type IstioSecurityV1 interface {
 // IstioTelemetryV1 is the telemetry.istio.io/v1 group.
 type IstioTelemetryV1 interface {
 	Telemetries(namespace string) StatusResource[*istiotelemetryv1.Telemetry, *istiotelemetryv1.TelemetryList]
+}
+
+// IstioNetworkingV1alpha3 is the networking.istio.io/v1alpha3 group, for
+// the one kind its CRD serves at no other version: EnvoyFilter.
+type IstioNetworkingV1alpha3 interface {
+	EnvoyFilters(namespace string) StatusResource[*istionetworkingv1alpha3.EnvoyFilter, *istionetworkingv1alpha3.EnvoyFilterList]
 }
 
 // IstioNetworkingV1 is the networking.istio.io/v1 group.

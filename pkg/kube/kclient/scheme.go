@@ -2,6 +2,7 @@ package kclient
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,7 +22,7 @@ import (
 )
 
 // Scheme holds the kinds Wayfinder reads and writes: the Kubernetes groups
-// below, Istio's networking.istio.io/v1, security.istio.io/v1 and telemetry.istio.io/v1, and the Gateway API's
+// below, Istio's networking.istio.io/v1 (and v1alpha3 for EnvoyFilter), security.istio.io/v1 and telemetry.istio.io/v1, and the Gateway API's
 // gateway.networking.k8s.io/v1. Event references (record.EventRecorder)
 // are resolved with it too.
 var Scheme = runtime.NewScheme()
@@ -44,6 +45,7 @@ func init() {
 		authorizationv1.AddToScheme,
 		rbacv1.AddToScheme,
 		istionetworkingv1.AddToScheme,
+		istionetworkingv1alpha3.AddToScheme,
 		istiotelemetryv1.AddToScheme,
 		istiosecurityv1.AddToScheme,
 		gatewayv1.Install,

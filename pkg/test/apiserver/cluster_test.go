@@ -178,7 +178,8 @@ func TestAdminKubeconfig(t *testing.T) {
 
 // Istio's CRDs are served: the networking kinds as networking.istio.io/v1,
 // Telemetry as telemetry.istio.io/v1 and v1alpha1, RequestAuthentication
-// and AuthorizationPolicy as security.istio.io/v1 and v1beta1.
+// and AuthorizationPolicy as security.istio.io/v1 and v1beta1, EnvoyFilter
+// as networking.istio.io/v1alpha3 (its only version).
 func TestIstioCRDsServed(t *testing.T) {
 	c := cluster.Get(t)
 	res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("networking.istio.io/v1")
@@ -204,6 +205,15 @@ func TestIstioCRDsServed(t *testing.T) {
 		}
 		if !slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name == "telemetries" }) {
 			t.Errorf("%s does not serve telemetries: %v", gv, res.APIResources)
+		}
+	}
+	alpha3, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("networking.istio.io/v1alpha3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"envoyfilters", "envoyfilters/status"} {
+		if !slices.ContainsFunc(alpha3.APIResources, func(r metav1.APIResource) bool { return r.Name == name }) {
+			t.Errorf("networking.istio.io/v1alpha3 does not serve %s: %v", name, alpha3.APIResources)
 		}
 	}
 	for _, gv := range []string{"security.istio.io/v1", "security.istio.io/v1beta1"} {

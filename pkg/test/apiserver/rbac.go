@@ -25,7 +25,7 @@ func setupRestrictedRoles(ctx context.Context, cs kubernetes.Interface) error {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: restrictedRole},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"networking.istio.io"}, Resources: []string{"gateways", "virtualservices", "destinationrules", "serviceentries"}, Verbs: read},
+			{APIGroups: []string{"networking.istio.io"}, Resources: []string{"gateways", "virtualservices", "destinationrules", "serviceentries", "envoyfilters"}, Verbs: read},
 			{APIGroups: []string{"telemetry.istio.io"}, Resources: []string{"telemetries"}, Verbs: read},
 			{APIGroups: []string{"security.istio.io"}, Resources: []string{"requestauthentications", "authorizationpolicies"}, Verbs: read},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: read},

@@ -42,6 +42,7 @@ func newDiscoveryCommand() *cobra.Command {
 func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	var logLevel, logFormat string
 	var memoryLimitRatio float64
+	withholdRejected := true
 	cmd := &cobra.Command{
 		Use:   "discovery",
 		Short: "Serve Envoy gateways over ADS",
@@ -52,6 +53,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 				return err
 			}
 			opts.Logger = logger
+			opts.KeepRejectedEnvoyFilterPatches = !withholdRejected
 			// client-go logs through klog; send it to the same handler so
 			// every line has one format.
 			klog.SetSlogLogger(logger.With("component", "client-go"))
@@ -106,6 +108,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	eds := xds.DefaultEndpointDebounce()
 	f.DurationVar(&opts.EndpointDebounce.QuietPeriod, "eds-debounce-after", eds.QuietPeriod, "quiet period after an endpoint-only change (EndpointSlices) before pushing it")
 	f.DurationVar(&opts.EndpointDebounce.MaxDelay, "eds-debounce-max", eds.MaxDelay, "longest an endpoint-only change waits for its quiet period: under steady endpoint churn, how often endpoints are pushed")
+	f.BoolVar(&withholdRejected, "withhold-rejected-envoyfilter-patches", true, "when a gateway rejects (NACKs) a listener, route configuration or cluster that EnvoyFilter patches changed, translate it again without those patches for every gateway, so gateways converge on the unpatched resource; false: keep sending the patched resource")
 	f.BoolVar(&opts.WarmGateways, "warm-gateways", true, "before reporting ready (and whenever a full push finds no gateway connected), translate the configuration each Gateway's selector picks out, so the first gateways to connect find it done; false: translate on their connection")
 	f.DurationVar(&opts.DrainDuration, "drain-duration", 20*time.Second, "on SIGTERM, refuse new ADS streams and close the open ones spread evenly over this, so that gateways reconnect to other replicas gradually; fits terminationGracePeriodSeconds with --shutdown-grace")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long shutdown waits for streams to close after the drain")

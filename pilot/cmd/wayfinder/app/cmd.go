@@ -106,7 +106,7 @@ func newProxyConfig(copts *cli.ClientOptions) *cobra.Command {
 				}
 				return cli.WriteTelemetry(cmd.OutOrStdout(), t, opts.Output)
 			}
-			dump, err := cli.FetchConfigDump(cmd.Context(), c, id)
+			dump, err := cli.FetchConfigDump(cmd.Context(), c, id, opts.WithoutEnvoyFilters)
 			if err != nil {
 				return err
 			}
@@ -114,6 +114,7 @@ func newProxyConfig(copts *cli.ClientOptions) *cobra.Command {
 		},
 	}
 	outputFlag(cmd, &opts.Output)
+	cmd.Flags().BoolVar(&opts.WithoutEnvoyFilters, "without-envoyfilters", false, "show the config as translated, before the EnvoyFilters that apply to the proxy patch it (the server translates it on demand)")
 	return cmd
 }
 

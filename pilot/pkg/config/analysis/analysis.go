@@ -63,7 +63,9 @@ func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) 
 	gen := core.DefaultGenerator{}
 	all := slices.Clone(sourceErrs)
 	all = append(all, push.Errors...)
-	all = append(all, gen.BuildServices(push).Errors...)
+	services := gen.BuildServices(push)
+	all = append(all, services.Errors...)
+	patches := newPatchTally(push)
 	all = append(all, gen.BuildEndpoints(push).Errors...)
 	for _, group := range gatewayGroups(push) {
 		// As a gateway proxy of the Gateway's namespace would be served:
@@ -73,8 +75,11 @@ func Analyze(configs []config.Config, sourceErrs []*config.Error, opts Options) 
 		// so that the Telemetries selecting it are translated too.
 		proxy := &model.Proxy{Type: model.Router, Namespace: group.namespace, Labels: group.labels}
 		gp := push.WithGatewayTelemetry(telemetry.ForProxy(push, proxy).Gateway())
-		all = append(all, gen.BuildGateway(gp, group.gateways, scope).Errors...)
+		res := gen.BuildGateway(gp, group.gateways, scope)
+		all = append(all, res.Errors...)
+		patches.apply(push, group.namespace, group.labels, res, services)
 	}
+	all = append(all, patches.findings()...)
 	all = append(all, telemetryTargets(push)...)
 	all = append(all, securityFindings(push)...)
 	if opts.Proxyless {

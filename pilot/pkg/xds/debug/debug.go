@@ -38,6 +38,9 @@ type ProxyConfig struct {
 	// Dump renders the config in Envoy's admin ConfigDump form; nil while
 	// the proxy has no config yet (before config sync and the first push).
 	Dump func() (*admin.ConfigDump, error)
+	// Unpatched renders the config the proxy would be served without its
+	// EnvoyFilters (translated on demand); nil result when none applies.
+	Unpatched func() (*admin.ConfigDump, error)
 }
 
 // Options configure Register.

@@ -53,6 +53,13 @@ func (h handlers) configDump(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dump, err := pc.Dump()
+	if r.URL.Query().Get("withoutEnvoyFilters") == "true" && pc.Unpatched != nil {
+		// The same proxy's config translated without its EnvoyFilters;
+		// when none applies it is the served one.
+		if un, uerr := pc.Unpatched(); uerr != nil || un != nil {
+			dump, err = un, uerr
+		}
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("building config dump for %q: %v", id, err))
 		return

@@ -39,10 +39,12 @@ func (t *Translator) endpointsPush(pc *model.PushContext, prev *State, req *mode
 		serviceErrors: prev.serviceErrors, endpointErrors: errs, Groups: make(map[string]*Group, len(prev.Groups)), upstream: prev.upstream}
 	for key, g := range prev.Groups {
 		ng := *g
-		if g.Key == ProxylessKey || g.viewKey != "" {
+		if g.Key == ProxylessKey || g.viewKey != "" || g.clusters != nil {
 			// Built again on demand, like a new group: its endpoints are
 			// rebuilt and the rest reused by the interner (and the route
-			// cache, for a view's group).
+			// cache, for a view's group). So is a group with clusters of
+			// its own (EnvoyFilter CLUSTER patches), whose endpoints are
+			// cut to its clusters.
 			continue
 		}
 		if g.View != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -16,6 +17,68 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
+
+// groupInput is what a gateway group is translated from.
+type groupInput struct {
+	push    *model.PushContext
+	key     string
+	gws     []config.Config
+	scope   model.SecretScope
+	filters *groupFilters
+}
+
+// groupInputs are p's gateway group's key and inputs in st. The caller
+// holds the push lock.
+func (t *Translator) groupInputs(st *State, p *model.Proxy) groupInput {
+	gws := st.Push.GatewaysForProxy(p)
+	// The key says what the group's secrets depend on (namespace,
+	// ServiceAccount, authenticated or not), so proxies entitled to
+	// different Secrets never share a view, and those entitled to the
+	// same share one translation.
+	scope := model.SecretScope{Identity: p.Identity, Authorizer: t.authz, Grants: t.grants}
+	key := model.ScopedGatewayGroupKey(gws, scope, st.upstream)
+	// So does what the proxy's namespace sees of DestinationRules,
+	// services and VirtualServices, when that is not the default.
+	push := st.Push.ForProxy(p)
+	if v := push.View(); v != "" {
+		key += "/view/" + v
+	}
+	// And the proxy's gateway topology (its PROXY_CONFIG, else the
+	// mesh default): trusted hops, client certificate details and
+	// the PROXY protocol change its listeners.
+	if topo := push.GatewayTopologyFor(p); topo.Key() != "" {
+		key += "/topology/" + topo.Key()
+		push = push.WithGatewayTopology(topo)
+	}
+	// And its access logging and tracing, which the mesh config, the
+	// Telemetry objects selecting it (namespace, labels, Gateway API
+	// gateway) and its node (namespace, PROXY_CONFIG, cluster) decide:
+	// named by a hash of what they put on the listeners, so proxies
+	// with the same telemetry share a translation.
+	push, key = st.withTelemetry(push, p, key)
+	// And the RequestAuthentications and AuthorizationPolicies that
+	// select it, named by a hash of the filters they produce.
+	push, key = t.withSecurity(st, push, p, key)
+	// And the EnvoyFilters that apply to it, patched onto its
+	// translation (and what their proxy matches read of it).
+	key, gf := t.withEnvoyFilters(st, push, p, key)
+	return groupInput{push: push, key: key, gws: gws, scope: scope, filters: gf}
+}
+
+// Unpatched translates p's gateway configuration in st without its
+// EnvoyFilters, for a look at what the patches changed; nil when no
+// EnvoyFilter applies to p (its served view is the unpatched one). Not
+// kept. The caller holds the push lock.
+func (t *Translator) Unpatched(st *State, p *model.Proxy) *Group {
+	if IsProxyless(p) || st == nil {
+		return nil
+	}
+	in := t.groupInputs(st, p)
+	if in.filters == nil {
+		return nil
+	}
+	return t.gatewayGroup(st, in.push, in.key+"/unpatched", in.gws, in.scope, nil)
+}
 
 // GroupFor returns the proxy's group in st, translating it if no proxy
 // needed it yet (created reports that). last is the State last published
@@ -29,35 +92,8 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 		}
 		g = t.proxylessGroup(last, st)
 	} else {
-		gws := st.Push.GatewaysForProxy(p)
-		// The key says what the group's secrets depend on (namespace,
-		// ServiceAccount, authenticated or not), so proxies entitled to
-		// different Secrets never share a view, and those entitled to the
-		// same share one translation.
-		scope := model.SecretScope{Identity: p.Identity, Authorizer: t.authz, Grants: t.grants}
-		key := model.ScopedGatewayGroupKey(gws, scope, st.upstream)
-		// So does what the proxy's namespace sees of DestinationRules,
-		// services and VirtualServices, when that is not the default.
-		push := st.Push.ForProxy(p)
-		if v := push.View(); v != "" {
-			key += "/view/" + v
-		}
-		// And the proxy's gateway topology (its PROXY_CONFIG, else the
-		// mesh default): trusted hops, client certificate details and
-		// the PROXY protocol change its listeners.
-		if topo := push.GatewayTopologyFor(p); topo.Key() != "" {
-			key += "/topology/" + topo.Key()
-			push = push.WithGatewayTopology(topo)
-		}
-		// And its access logging and tracing, which the mesh config, the
-		// Telemetry objects selecting it (namespace, labels, Gateway API
-		// gateway) and its node (namespace, PROXY_CONFIG, cluster) decide:
-		// named by a hash of what they put on the listeners, so proxies
-		// with the same telemetry share a translation.
-		push, key = st.withTelemetry(push, p, key)
-		// And the RequestAuthentications and AuthorizationPolicies that
-		// select it, named by a hash of the filters they produce.
-		push, key = t.withSecurity(st, push, p, key)
+		in := t.groupInputs(st, p)
+		push, key, gws, scope, gf := in.push, in.key, in.gws, in.scope, in.filters
 		if g, ok := st.Groups[key]; ok {
 			if !g.secretsFor(p.Identity) {
 				// The generator returned secrets the Gateways and
@@ -68,7 +104,7 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 				if g, ok := st.Groups[key]; ok {
 					return g, false
 				}
-				g = t.gatewayGroup(st, push, key, gws, scope)
+				g = t.gatewayGroup(st, push, key, gws, scope, gf)
 				t.mu.Lock()
 				st.Groups[g.Key] = g
 				t.mu.Unlock()
@@ -76,7 +112,7 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 			}
 			return g, false
 		}
-		g = t.gatewayGroup(st, push, key, gws, scope)
+		g = t.gatewayGroup(st, push, key, gws, scope, gf)
 	}
 	t.mu.Lock()
 	st.Groups[g.Key] = g
@@ -86,7 +122,7 @@ func (t *Translator) GroupFor(last, st *State, p *model.Proxy) (g *Group, create
 
 // gatewayGroup translates one gateway configuration, as push (st's push
 // context as its proxies see it) says, into its view.
-func (t *Translator) gatewayGroup(st *State, push *model.PushContext, key string, gws []config.Config, scope model.SecretScope) *Group {
+func (t *Translator) gatewayGroup(st *State, push *model.PushContext, key string, gws []config.Config, scope model.SecretScope, gf *groupFilters) *Group {
 	g := &Group{Key: key, Gateways: make([]config.Key, len(gws)), Scope: scope.String(), identity: scope.Identity, viewKey: push.View(),
 		Telemetry: push.GatewayTelemetry(), Security: push.GatewaySecurity()}
 	for i := range gws {
@@ -115,6 +151,18 @@ func (t *Translator) gatewayGroup(st *State, push *model.PushContext, key string
 	if err == nil && scope.Identity == nil && len(res.UpstreamSecrets) > 0 {
 		t.log.Error("generator returned upstream secrets for unauthenticated proxies; they are not sent", "group", key, "secrets", len(res.UpstreamSecrets))
 		res.UpstreamSecrets = nil
+	}
+	if err == nil && gf != nil {
+		var patched []*clusterv3.Cluster
+		var efErrs []*config.Error
+		patched, g.EnvoyFilters, efErrs = t.applyEnvoyFilters(st, gf, &res, clusters)
+		g.errors = append(g.errors, efErrs...)
+		if patched != nil {
+			var cerrs []*config.Error
+			clusters, endpoints, cerrs = snapshot.PatchedServiceSets(t.intern, "gateway/"+key, patched, endpoints)
+			g.clusters = clusters
+			g.errors = append(g.errors, cerrs...)
+		}
 	}
 	if err == nil {
 		g.Refused = res.SecretRefusals

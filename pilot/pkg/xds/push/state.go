@@ -2,6 +2,7 @@ package push
 
 import (
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/envoyfilter"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/xds/snapshot"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -39,6 +40,8 @@ type State struct {
 	// security caches the gateway security by what it depends on of a
 	// proxy (securityInputKey); written under the push lock.
 	security map[string]*model.GatewaySecurity
+	// efValues caches EnvoyFilter patch values for the push's groups.
+	efValues *envoyfilter.Values
 }
 
 // ServiceView is the clusters and endpoints one proxy view gets instead
@@ -63,9 +66,13 @@ type Group struct {
 	// Security is the authentication and authorization its listeners
 	// were built with (nil: none applies).
 	Security *model.GatewaySecurity
+	// EnvoyFilters is what its EnvoyFilters' patches did (nil: none
+	// applies).
+	EnvoyFilters *EnvoyFilterReport
 	// listeners, routes and secrets are the group's own translation, kept
 	// so an endpoints-only push can reuse them; clusters is set only for
-	// the proxyless group (gateway groups share the push's).
+	// the proxyless group and for a gateway group whose EnvoyFilters patch
+	// clusters (other gateway groups share the push's).
 	listeners, routes, secrets, clusters *snapshot.TypeSet
 	// View is nil when the group's resources could not be assembled into
 	// a consistent view; its proxies keep what they have.
@@ -102,3 +109,15 @@ func (g *Group) secretsFor(id *model.Identity) bool {
 func IsProxyless(p *model.Proxy) bool {
 	return p.Type == model.Proxyless || p.Generator == "grpc"
 }
+
+// envoyFilterValues is the push's EnvoyFilter patch value cache (each
+// value decoded once, not per group). Under the push lock.
+func (st *State) envoyFilterValues() *envoyfilter.Values {
+	if st.efValues == nil {
+		st.efValues = envoyfilter.NewValues()
+	}
+	return st.efValues
+}
+
+// Problems are the problems found translating g.
+func (g *Group) Problems() []*config.Error { return g.errors }

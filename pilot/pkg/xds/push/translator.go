@@ -72,10 +72,12 @@ type Translator struct {
 	mesh       func() *mesh.Config
 	gen        core.Generator
 	jwks       authn.JWKSResolver
-	warm       bool
-	authz      model.SecretAuthorizer
-	grants     model.GatewaySecretGrants
-	log        *slog.Logger
+	// withheld are EnvoyFilter patches gateways rejected, per resource.
+	withheld withholding
+	warm     bool
+	authz    model.SecretAuthorizer
+	grants   model.GatewaySecretGrants
+	log      *slog.Logger
 	// translations is the server's wayfinder_translations_total.
 	translations *prometheus.CounterVec
 	marshaled    func(typeURL string)

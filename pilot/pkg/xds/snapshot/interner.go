@@ -423,3 +423,18 @@ func (in *Interner) Sizes(t int) (current, indexed int) {
 	defer in.mu.Unlock()
 	return len(in.cur[t]), len(in.byHash[t])
 }
+
+// PatchedServiceSets interns clusters a gateway group patched (EnvoyFilter
+// CLUSTER patches) against the push's endpoints: the group's own cluster
+// set, and the endpoints set cut to the load assignments those clusters
+// name (the shared resources, not copies). A cluster naming an assignment
+// the push has not is dropped, as in a translation.
+func PatchedServiceSets(in *Interner, scope string, clusters []*cluster.Cluster, endpoints *TypeSet) (cs, es *TypeSet, errs []*config.Error) {
+	cl, e1 := Prepare(in, CDS, scope, clusters)
+	var en []*Resource
+	if endpoints != nil {
+		en = endpoints.Items
+	}
+	cl, t, e2 := prune(cl, CDS, map[int][]*Resource{EDS: en})
+	return NewTypeSet(cl), NewTypeSet(t[EDS]), slices.Concat(e1, e2)
+}

@@ -5,6 +5,7 @@ package kclienttest
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istiotelemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -155,6 +156,16 @@ func (c istioNetworkingV1) DestinationRules(ns string) kclient.StatusResource[*i
 
 func (c istioNetworkingV1) ServiceEntries(ns string) kclient.StatusResource[*istionetworkingv1.ServiceEntry, *istionetworkingv1.ServiceEntryList] {
 	return c.cs.NetworkingV1().ServiceEntries(ns)
+}
+
+func (i istio) NetworkingV1alpha3() kclient.IstioNetworkingV1alpha3 {
+	return istioNetworkingV1alpha3(i)
+}
+
+type istioNetworkingV1alpha3 struct{ cs istioclient.Interface }
+
+func (c istioNetworkingV1alpha3) EnvoyFilters(ns string) kclient.StatusResource[*istionetworkingv1alpha3.EnvoyFilter, *istionetworkingv1alpha3.EnvoyFilterList] {
+	return c.cs.NetworkingV1alpha3().EnvoyFilters(ns)
 }
 
 func (i istio) TelemetryV1() kclient.IstioTelemetryV1 { return istioTelemetryV1(i) }

@@ -1,7 +1,8 @@
 // Package crdclient is the Kubernetes config source: it watches the Istio
 // custom resources (Gateway, VirtualService, DestinationRule, ServiceEntry,
 // networking.istio.io/v1; Telemetry, telemetry.istio.io/v1;
-// RequestAuthentication and AuthorizationPolicy, security.istio.io/v1) with one shared informer per kind
+// RequestAuthentication and AuthorizationPolicy, security.istio.io/v1;
+// EnvoyFilter, networking.istio.io/v1alpha3) with one shared informer per kind
 // and namespace, keeps the valid objects in memory, and tells registered
 // handlers about every change through the same delayed task queue
 // (pkg/queue) that file mode uses, so handlers see one ordered stream of

@@ -3,6 +3,7 @@ package crdclient
 import (
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +14,13 @@ import (
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
-// apiVersion is the version of a kind's group the controller watches:
-// networking.istio.io/v1, telemetry.istio.io/v1, security.istio.io/v1.
-func apiVersion(kind schema.Kind) string { return schema.ByKind(kind).Group + "/v1" }
+// apiVersion is the version of a kind's group the controller watches, the
+// schema's preferred one: networking.istio.io/v1, telemetry.istio.io/v1,
+// security.istio.io/v1, and networking.istio.io/v1alpha3 for EnvoyFilter.
+func apiVersion(kind schema.Kind) string {
+	s := schema.ByKind(kind)
+	return s.Group + "/" + s.Versions[0]
+}
 
 // Source returns the config.Meta Source of a Kubernetes object,
 // "kube://namespace/name".
@@ -45,6 +50,8 @@ func convert(obj any) (cfg config.Config, meta *metav1.ObjectMeta, ok bool) {
 		return build(schema.RequestAuthentication, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
 	case *securityv1.AuthorizationPolicy:
 		return build(schema.AuthorizationPolicy, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
+	case *networkingv1alpha3.EnvoyFilter:
+		return build(schema.EnvoyFilter, &o.ObjectMeta, &o.Spec), &o.ObjectMeta, true
 	}
 	return config.Config{}, nil, false
 }

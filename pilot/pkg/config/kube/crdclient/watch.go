@@ -77,6 +77,8 @@ func informerFor(f *kclient.IstioFactory, k schema.Kind) (cache.SharedIndexInfor
 		return f.RequestAuthentications().Informer(), nil
 	case schema.AuthorizationPolicy:
 		return f.AuthorizationPolicies().Informer(), nil
+	case schema.EnvoyFilter:
+		return f.EnvoyFilters().Informer(), nil
 	}
 	return nil, fmt.Errorf("crdclient: kind %s has no informer", k)
 }
@@ -128,8 +130,8 @@ func (w *watch) resource() string {
 // onWatchError runs on the informer's goroutine when a list or watch
 // fails. The reflector retries with backoff by itself; a refusal by RBAC,
 // or a resource the API server does not have (its CRD is not installed,
-// as the Telemetry or security CRDs may not be where only the networking
-// CRDs were applied), is reported once (and again if it recurs after it was
+// as the Telemetry, security or EnvoyFilter CRDs may not be where only the
+// networking CRDs were applied), is reported once (and again if it recurs after it was
 // resolved) and lets the first sync proceed without this watch.
 func (w *watch) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
 	var msg, logMsg string

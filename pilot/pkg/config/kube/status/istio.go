@@ -12,9 +12,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	metav1alpha1 "istio.io/api/meta/v1alpha1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	listersv1 "istio.io/client-go/pkg/listers/networking/v1"
+	listersv1alpha3 "istio.io/client-go/pkg/listers/networking/v1alpha3"
 	securitylisters "istio.io/client-go/pkg/listers/security/v1"
 	telemetrylisters "istio.io/client-go/pkg/listers/telemetry/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,13 +100,14 @@ func (o *IstioOptions) defaults() error {
 
 // IstioWriter writes status.conditions and status.validationMessages of
 // Gateways, VirtualServices, DestinationRules, ServiceEntries,
-// Telemetries, RequestAuthentications and AuthorizationPolicies while this
+// Telemetries, RequestAuthentications, AuthorizationPolicies and
+// EnvoyFilters while this
 // replica holds its Lease.
 type IstioWriter struct {
 	opts      IstioOptions
 	factories []*kclient.IstioFactory
 	// synced are the networking informers writing waits for. The
-	// Telemetry and security informers are left out: their CRDs may not
+	// Telemetry, security and EnvoyFilter informers are left out: their CRDs may not
 	// be installed, and the other kinds' status must not wait for them.
 	synced  []cache.InformerSynced
 	listers []istioListers
@@ -132,6 +135,7 @@ type istioListers struct {
 	tm telemetrylisters.TelemetryLister
 	ra securitylisters.RequestAuthenticationLister
 	ap securitylisters.AuthorizationPolicyLister
+	ef listersv1alpha3.EnvoyFilterLister
 }
 
 // NewIstio sets up the informers; nothing is watched before Run.
@@ -159,10 +163,10 @@ func NewIstio(opts IstioOptions) (*IstioWriter, error) {
 	for _, f := range factories {
 		l := istioListers{gw: f.Gateways().Lister(), vs: f.VirtualServices().Lister(),
 			dr: f.DestinationRules().Lister(), se: f.ServiceEntries().Lister(), tm: f.Telemetries().Lister(),
-			ra: f.RequestAuthentications().Lister(), ap: f.AuthorizationPolicies().Lister()}
+			ra: f.RequestAuthentications().Lister(), ap: f.AuthorizationPolicies().Lister(), ef: f.EnvoyFilters().Lister()}
 		for _, inf := range []cache.SharedIndexInformer{f.Gateways().Informer(), f.VirtualServices().Informer(),
 			f.DestinationRules().Informer(), f.ServiceEntries().Informer(), f.Telemetries().Informer(),
-			f.RequestAuthentications().Informer(), f.AuthorizationPolicies().Informer()} {
+			f.RequestAuthentications().Informer(), f.AuthorizationPolicies().Informer(), f.EnvoyFilters().Informer()} {
 			reg, err := inf.AddEventHandler(every)
 			if err != nil {
 				return nil, fmt.Errorf("istio status: %w", err)
@@ -309,6 +313,7 @@ func (w *IstioWriter) objects() ([]object, error) {
 	nw := w.opts.Istio.NetworkingV1()
 	tw := w.opts.Istio.TelemetryV1()
 	sw := w.opts.Istio.SecurityV1()
+	aw := w.opts.Istio.NetworkingV1alpha3()
 	for _, l := range w.listers {
 		gws, err := l.gw.List(labels.Everything())
 		if err != nil {
@@ -364,6 +369,11 @@ func (w *IstioWriter) objects() ([]object, error) {
 			return nil, err
 		}
 		out = appendObjects(out, schema.AuthorizationPolicy, aps, sw.AuthorizationPolicies, func(c *securityv1.AuthorizationPolicy) *metav1alpha1.IstioStatus { return &c.Status })
+		efs, err := l.ef.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		out = appendObjects(out, schema.EnvoyFilter, efs, aw.EnvoyFilters, func(c *networkingv1alpha3.EnvoyFilter) *metav1alpha1.IstioStatus { return &c.Status })
 	}
 	return out, nil
 }

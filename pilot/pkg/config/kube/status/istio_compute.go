@@ -22,6 +22,11 @@ import (
 const (
 	ConditionReconciled = "Reconciled"
 	ConditionValid      = "Valid"
+	// ConditionPatched is Wayfinder's, on EnvoyFilters that apply to a
+	// connected gateway: true when every patch changed what it matched,
+	// false when one matched nothing, failed to validate or was withheld
+	// after a rejection; the message says per patch.
+	ConditionPatched = "Patched"
 )
 
 // maxListed bounds the problems spelled out in the Valid message; the
@@ -76,8 +81,12 @@ func Compute(st *model.ObjectState, generation int64, prev *metav1alpha1.IstioSt
 	default:
 		valid.Message = "no problems found"
 	}
+	conds := []*metav1alpha1.IstioCondition{rec, valid}
+	if p := patchedCondition(st.Patches, generation); p != nil {
+		conds = append(conds, p)
+	}
 	out := &metav1alpha1.IstioStatus{
-		Conditions:         []*metav1alpha1.IstioCondition{rec, valid},
+		Conditions:         conds,
 		ValidationMessages: msgs,
 		ObservedGeneration: generation,
 	}
@@ -174,4 +183,42 @@ func classify(e *config.Error) messageType {
 		return schemaValidationError
 	}
 	return translationWarning
+}
+
+// patchedCondition summarizes an EnvoyFilter's patches; nil when it
+// applies to no connected gateway.
+func patchedCondition(patches []model.PatchState, generation int64) *metav1alpha1.IstioCondition {
+	if len(patches) == 0 {
+		return nil
+	}
+	c := &metav1alpha1.IstioCondition{Type: ConditionPatched, Status: "True", Reason: "Applied", ObservedGeneration: generation}
+	var parts []string
+	for _, p := range patches {
+		s := fmt.Sprintf("spec.configPatches[%d] %s %s: ", p.Index, p.ApplyTo, p.Operation)
+		switch {
+		case p.Skipped != "" && p.Matched == 0:
+			s += "not run: " + p.Skipped
+			c.Status, c.Reason = "False", "NotApplied"
+		case p.Matched == 0:
+			s += "matched nothing"
+			c.Status, c.Reason = "False", "NotApplied"
+		default:
+			s += fmt.Sprintf("changed %d of %d matched", p.Changed, p.Matched)
+		}
+		if p.Failed > 0 {
+			s += fmt.Sprintf(", %d left unpatched (the result would not validate)", p.Failed)
+			c.Status, c.Reason = "False", "NotApplied"
+		}
+		if p.Withheld > 0 {
+			s += fmt.Sprintf(", %d withheld after a gateway rejected them", p.Withheld)
+			c.Status, c.Reason = "False", "NotApplied"
+		}
+		unit := "configurations"
+		if p.Configurations == 1 {
+			unit = "configuration"
+		}
+		parts = append(parts, s+fmt.Sprintf(" (%d gateway %s)", p.Configurations, unit))
+	}
+	c.Message = strings.Join(parts, "; ")
+	return c
 }
