@@ -19,7 +19,7 @@ func TestParseCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0] != (benchCase{100, 100}) || got[1] != (benchCase{1000, 500}) {
+	if len(got) != 2 || got[0] != (benchCase{Services: 100, Gateways: 100}) || got[1] != (benchCase{Services: 1000, Gateways: 500}) {
 		t.Fatalf("got %v", got)
 	}
 	for _, bad := range []string{"", "100", "100x", "x5", "0x5", "ax1"} {
@@ -60,14 +60,14 @@ func sampleResults() []result {
 			Cold:   load.Latency{Converged: 500, Total: 500, P50Ms: coldP99 / 2, P99Ms: coldP99, MaxMs: coldP99},
 			Update: &load.Latency{Converged: 500, Total: 500, P50Ms: updP99 / 2, P99Ms: updP99, MaxMs: updP99}}
 	}
-	c := benchCase{1000, 500}
+	c := benchCase{Services: 1000, Gateways: 500}
 	return []result{
 		{Case: c, Server: "pilot", usage: usage{PeakRSSBytes: 300 << 20, CPUSeconds: 3}, Report: rep(2500, 800)},
 		{Case: c, Server: "floor", usage: usage{PeakRSSBytes: 100 << 20, CPUSeconds: 1.25}, Report: rep(2000, 600)},
 		{Case: c, Server: "pilot-delta", usage: usage{PeakRSSBytes: 350 << 20, CPUSeconds: 4}, Report: rep(3000, 800)},
 		{Case: c, Server: "floor-delta", usage: usage{PeakRSSBytes: 100 << 20, CPUSeconds: 2}, Report: rep(2500, 800)},
-		{Case: benchCase{100, 100}, Server: "pilot", usage: usage{PeakRSSBytes: 60 << 20, CPUSeconds: 0.2}, Report: rep(100, 200)},
-		{Case: benchCase{5000, 500}, Server: "pilot", Error: "timed out"},
+		{Case: benchCase{Services: 100, Gateways: 100}, Server: "pilot", usage: usage{PeakRSSBytes: 60 << 20, CPUSeconds: 0.2}, Report: rep(100, 200)},
+		{Case: benchCase{Services: 5000, Gateways: 500}, Server: "pilot", Error: "timed out"},
 	}
 }
 
@@ -200,11 +200,11 @@ func TestEarlierResultsKeepsOtherCases(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := earlierResults(path, []benchCase{{1000, 500}})
+	got, err := earlierResults(path, []benchCase{{Services: 1000, Gateways: 500}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Case != (benchCase{100, 100}) || got[1].Case != (benchCase{5000, 500}) {
+	if len(got) != 2 || got[0].Case != (benchCase{Services: 100, Gateways: 100}) || got[1].Case != (benchCase{Services: 5000, Gateways: 500}) {
 		t.Fatalf("kept %+v", got)
 	}
 	if got[0].Report == nil || got[0].Report.Update.P99Ms != 200 || got[0].PeakRSSBytes != 60<<20 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -15,7 +16,16 @@ import (
 // module (so the plotting library stays out of the main go.mod): this
 // runs it with `go run`, giving it the results as the results file's JSON
 // on stdin.
+//
+// Cases with gateway policies are left out: the chart's lines are cost
+// against services for the plain workload, and a policy case at the same
+// size would be a second point on the same line. With none left there
+// is no chart.
 func writeChart(path string, results []result) error {
+	results = slices.DeleteFunc(slices.Clone(results), func(r result) bool { return r.Case.hasPolicies() })
+	if len(results) == 0 {
+		return nil
+	}
 	data, err := json.Marshal(struct {
 		Results []result `json:"results"`
 	}{results})

@@ -71,7 +71,7 @@ func cpuSection(results []result) string {
 		if r.StartupCPUSeconds == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d x %d | %s | %.3f | %.3f | %.2f |\n", r.Case.Services, r.Case.Gateways, r.Server,
+		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.2f |\n", r.Case.label(), r.Server,
 			r.UpdateCPUSeconds, r.StartupCPUSeconds, ratio(r.UpdateCPUSeconds, r.StartupCPUSeconds))
 	}
 	return b.String()

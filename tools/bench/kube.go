@@ -71,6 +71,12 @@ func (k *kubeFlags) parse() (kubeOptions, error) {
 			return ko, fmt.Errorf("--churn-cases: %w", err)
 		}
 	}
+	for _, c := range slices.Concat(ko.cases, ko.churnCases) {
+		if c.hasPolicies() {
+			// The Kubernetes workload writer has no policies yet.
+			return ko, fmt.Errorf("case %s: gateway policies (+ap, +ra) are measured in file mode only", c)
+		}
+	}
 	for part := range strings.SplitSeq(k.churnRates, ",") {
 		if part = strings.TrimSpace(part); part == "" {
 			continue

@@ -10,6 +10,13 @@
 // Gateway 0 captures pilot-discovery's responses, and the floor server is
 // then started on that capture and measured the same way, so every row has
 // its floor beside it.
+//
+// A case may add gateway policies to the workload (1000x500+ap500+ra100:
+// 500 AuthorizationPolicies and 100 RequestAuthentications), and
+// pilot-discovery's translation and push counters are read at ready, at
+// cold convergence and at the end (counters.go), so a run with and
+// without policies shows what they cost and that the gateways still share
+// one translation.
 package main
 
 import (
@@ -65,7 +72,10 @@ type result struct {
 	// the tool, not the server, bounds the figures.
 	LoadCPUSeconds float64 `json:"load_cpu_seconds"`
 	cpuSplit
-	Report *load.Report `json:"report,omitempty"`
+	// Counters are pilot-discovery's translations, pushes and Go heap
+	// by phase (see counters.go); nil for the floor.
+	Counters *serverCounters `json:"counters,omitempty"`
+	Report   *load.Report    `json:"report,omitempty"`
 	// Runs is how many runs completed; with more than one, every figure
 	// is the median over them (see medianResult).
 	Runs  int    `json:"runs,omitempty"`
@@ -82,7 +92,7 @@ func main() {
 func run() error {
 	var o options
 	flag.StringVar(&o.out, "out", "bench-results", "output folder")
-	cases := flag.String("cases", fullMatrix, "cases as SERVICESxGATEWAYS, comma separated")
+	cases := flag.String("cases", fullMatrix, "cases as SERVICESxGATEWAYS, comma separated; +apA+raR adds A AuthorizationPolicies and R RequestAuthentications on the gateways (1000x500+ap500+ra100)")
 	quick := flag.Bool("quick", false, "run the quick subset ("+quickMatrix+") instead of --cases")
 	flag.StringVar(&o.pilot, "pilot", "", "pilot-discovery binary; empty builds ./pilot/cmd/pilot-discovery into OUT/bin")
 	flag.StringVar(&o.floor, "floor", "", "floor binary; empty builds ./tools/floor into OUT/bin")
@@ -219,11 +229,15 @@ func logResult(r result) {
 	}
 	fmt.Fprintln(os.Stderr, msg)
 	logSplit(r)
+	if c := r.Counters; c != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: to ready: %s; to cold convergence: %s; update: %s\n", r.Case, r.Server,
+			translationsCell(c.Ready), translationsCell(c.Cold), translationsCell(c.Update))
+	}
 }
 
 // runCase measures pilot-discovery (and delta, if asked) and the floor on c.
 func runCase(ctx context.Context, o options, c benchCase) []result {
-	dir, err := filepath.Abs(filepath.Join(o.out, "work", fmt.Sprint(c.Services)))
+	dir, err := filepath.Abs(filepath.Join(o.out, "work", c.String()))
 	if err != nil {
 		return []result{{Case: c, Server: "pilot", Error: err.Error()}}
 	}
@@ -273,7 +287,8 @@ func runPilot(ctx context.Context, o options, c benchCase, dir string, delta boo
 	}
 	// A fresh workload each run: the previous run's update changed it.
 	_ = os.RemoveAll(dir)
-	if err := workload.Write(dir, workload.Options{Services: c.Services}); err != nil {
+	if err := workload.Write(dir, workload.Options{Services: c.Services,
+		AuthorizationPolicies: c.AuthorizationPolicies, RequestAuthentications: c.RequestAuthentications}); err != nil {
 		res.Error = err.Error()
 		return res
 	}
@@ -289,7 +304,7 @@ func runPilot(ctx context.Context, o options, c benchCase, dir string, delta boo
 	// that window. --pilot-args can set it back.
 	args := append([]string{"discovery", "--config-dir", dir, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn",
 		"--config-settle", benchSettle}, o.pilotArgs...)
-	return measure(ctx, o, res, o.pilot, args, "http://"+httpAddr+"/healthz/ready", load.Options{
+	return measure(ctx, o, res, o.pilot, args, "http://"+httpAddr+"/healthz/ready", "http://"+httpAddr+"/metrics", load.Options{
 		Address: grpcAddr, Gateways: c.Gateways, Delta: delta, DumpDir: dumps,
 		Trigger: func(context.Context) error {
 			return workload.WriteUpdate(dir, 0, c.Services, workload.UpdatePrefix)
@@ -316,15 +331,17 @@ func runFloor(ctx context.Context, o options, c benchCase, dumps string, delta b
 	if delta {
 		args = append(args, "--delta")
 	}
-	return measure(ctx, o, res, o.floor, args, "http://"+httpAddr+"/healthz/ready", load.Options{
+	return measure(ctx, o, res, o.floor, args, "http://"+httpAddr+"/healthz/ready", "", load.Options{
 		Address: grpcAddr, Gateways: c.Gateways, Delta: delta,
 		Trigger: func(ctx context.Context) error { return postUpdate(ctx, "http://"+httpAddr+"/update") },
 	})
 }
 
 // measure starts a server, waits until it is ready, runs the load and
-// reads the server's usage.
-func measure(ctx context.Context, o options, res result, bin string, args []string, readyURL string, lo load.Options) result {
+// reads the server's usage, and its counters from metricsURL unless that
+// is empty. The counters are read outside the timed phases and after
+// the usage, so that reading them adds to no figure.
+func measure(ctx context.Context, o options, res result, bin string, args []string, readyURL, metricsURL string, lo load.Options) result {
 	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("%s-%s.log", res.Case, res.Server))
 	p, err := startProc(bin, args, logPath, nil)
 	if err != nil {
@@ -342,6 +359,12 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 	res.ReadySeconds = time.Since(start).Seconds()
 	res.started(p)
 	lo.Trigger = res.around(p, lo.Trigger)
+	var marks *counterMarks
+	if metricsURL != "" {
+		marks = &counterMarks{url: metricsURL}
+		marks.mark(rctx, &marks.ready, &marks.okReady)
+		lo.Converged = func(ctx context.Context) { marks.mark(ctx, &marks.cold, &marks.okCold) }
+	}
 
 	lo.Timeout = o.timeout
 	lo.Validate = true
@@ -354,6 +377,10 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 	u, uerr := p.usage()
 	res.usage = u
 	res.finished(u)
+	if marks != nil {
+		marks.mark(rctx, &marks.end, &marks.okEnd)
+		res.Counters = marks.result()
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -372,7 +399,7 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 
 func writeResults(o options, started time.Time, results []result) error {
 	m := machineInfo(o.note, o.commit, o.load, started)
-	if err := writeReport(o.out, "results", m, results, markdown(m, results)+cpuSection(results)); err != nil {
+	if err := writeReport(o.out, "results", m, results, markdown(m, results)+cpuSection(results)+countersSection(results)); err != nil {
 		return err
 	}
 	return writeChart(filepath.Join(o.out, "results.png"), results)

@@ -35,6 +35,7 @@ func medianResult(runs []result) result {
 	out.PeakRSSBytes = int64(med(func(r result) float64 { return float64(r.PeakRSSBytes) }))
 	out.LoadCPUSeconds = med(func(r result) float64 { return r.LoadCPUSeconds })
 	out.cpuSplit = medianSplit(ok)
+	out.Counters = medianCounters(ok)
 	rep.Cold = medianLatency(ok, func(r result) *load.Latency { return &r.Report.Cold })
 	if rep.Update != nil {
 		withUpdate := slices.DeleteFunc(slices.Clone(ok), func(r result) bool { return r.Report.Update == nil })

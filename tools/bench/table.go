@@ -14,16 +14,16 @@ type target struct {
 
 // targets are issue 6's targets by case.
 var targets = map[benchCase]target{
-	{1000, 500}: {maxColdRatio: 1.5, maxUpdateRatio: 1.5, maxCPURatio: 3, maxRSSBytes: 400 << 20},
-	{5000, 500}: {maxColdRatio: 1.5, maxUpdateRatio: 1.5, maxCPURatio: 3, maxRSSBytes: 1536 << 20},
-	{100, 100}:  {maxUpdateP99Ms: 150},
+	{Services: 1000, Gateways: 500}: {maxColdRatio: 1.5, maxUpdateRatio: 1.5, maxCPURatio: 3, maxRSSBytes: 400 << 20},
+	{Services: 5000, Gateways: 500}: {maxColdRatio: 1.5, maxUpdateRatio: 1.5, maxCPURatio: 3, maxRSSBytes: 1536 << 20},
+	{Services: 100, Gateways: 100}:  {maxUpdateP99Ms: 150},
 }
 
 // targets14 are issue 14's tighter targets against the floor: cold and
 // update p99 within 1.1x, CPU and peak RSS within 1.5x.
 var targets14 = map[benchCase]target{
-	{1000, 500}: {maxColdRatio: 1.1, maxUpdateRatio: 1.1, maxCPURatio: 1.5, maxRSSRatio: 1.5},
-	{5000, 500}: {maxColdRatio: 1.1, maxUpdateRatio: 1.1, maxCPURatio: 1.5, maxRSSRatio: 1.5},
+	{Services: 1000, Gateways: 500}: {maxColdRatio: 1.1, maxUpdateRatio: 1.1, maxCPURatio: 1.5, maxRSSRatio: 1.5},
+	{Services: 5000, Gateways: 500}: {maxColdRatio: 1.1, maxUpdateRatio: 1.1, maxCPURatio: 1.5, maxRSSRatio: 1.5},
 }
 
 // ratios are a result's figures over its floor's; -1 where unknown.
@@ -54,7 +54,7 @@ func markdown(m machine, results []result) string {
 	b.WriteString("| services x gateways | server | cold p50 / p99 / max (s) | update p50 / p99 / max (ms) | peak RSS (MB) | CPU (s) | ready (s) | MB per proxy | load tool CPU (s) | NACKs | errors |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %d x %d | %s | ", r.Case.Services, r.Case.Gateways, r.Server)
+		fmt.Fprintf(&b, "| %s | %s | ", r.Case.label(), r.Server)
 		rep := r.Report
 		if rep == nil {
 			fmt.Fprintf(&b, "- | - | %s | %s | %.2f | - | - | - | %s |\n", rss(r), cpu(r), r.ReadySeconds, cellText(r.Error))
@@ -108,7 +108,7 @@ func markdown(m machine, results []result) string {
 		if ok {
 			against = f.Server
 		}
-		fmt.Fprintf(&b, "| %d x %d | %s | %s | %s | %s | %s | %s MB | %s | %s | %s |\n", r.Case.Services, r.Case.Gateways, r.Server, against,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s MB | %s | %s | %s |\n", r.Case.label(), r.Server, against,
 			ratioCell(q.cold), ratioCell(q.update), ratioCell(q.cpu), rss(r), ratioCell(q.rss), verdict(targets, r, q), verdict(targets14, r, q))
 	}
 	return b.String()

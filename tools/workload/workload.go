@@ -10,6 +10,12 @@
 // small file and file mode re-parses only that one; the ServiceEntries,
 // which never change, share one file.
 //
+// Optionally (Options.AuthorizationPolicies, RequestAuthentications) it
+// also writes gateway policies into SecurityFile: RequestAuthentications
+// with inline JWKS and a mix of ALLOW, DENY and AUDIT
+// AuthorizationPolicies, all selecting the ingress gateway (see
+// security.go), to measure what they cost a push.
+//
 // WriteKube writes the Kubernetes form into an API server: Services with
 // EndpointSlices instead of ServiceEntries, plus DestinationRules (see
 // kube.go).
@@ -41,6 +47,11 @@ type Options struct {
 	Services int
 	// Endpoints is E, endpoints per ServiceEntry; zero means 3.
 	Endpoints int
+	// AuthorizationPolicies and RequestAuthentications are how many of
+	// each to write into SecurityFile (none, and no file, when both are
+	// zero).
+	AuthorizationPolicies  int
+	RequestAuthentications int
 }
 
 func (o Options) validate() error {
@@ -50,7 +61,7 @@ func (o Options) validate() error {
 	if o.Endpoints < 0 || o.Services*max(o.Endpoints, 1) > 1<<22 {
 		return fmt.Errorf("workload: Endpoints %d out of range for %d services", o.Endpoints, o.Services)
 	}
-	return nil
+	return o.validateSecurity()
 }
 
 // ServiceHost is the host of ServiceEntry i.
@@ -100,7 +111,7 @@ func Write(dir string, o Options) error {
 			return err
 		}
 	}
-	return nil
+	return writeSecurity(dir, o)
 }
 
 // WriteUpdate rewrites VirtualService i of an n-service scenario in dir

@@ -87,10 +87,16 @@ func pilotThenFloor(t *testing.T, delta bool) {
 	dir := t.TempDir()
 	addr := startPilot(t, dir)
 	dumps := filepath.Join(t.TempDir(), "dumps")
+	converged := 0
 	rep, err := load.Run(context.Background(), load.Options{
 		Address: addr, Gateways: gateways, Delta: delta, Timeout: time.Minute, Validate: true, DumpDir: dumps,
 		UpdatePrefix: workload.UpdatePrefix,
+		// Called once, between cold convergence and the update.
+		Converged: func(context.Context) { converged++ },
 		Trigger: func(context.Context) error {
+			if converged != 1 {
+				t.Errorf("update triggered after %d Converged calls, want 1", converged)
+			}
 			return workload.WriteUpdate(dir, 3, services, workload.UpdatePrefix)
 		},
 	})
@@ -98,6 +104,9 @@ func pilotThenFloor(t *testing.T, delta bool) {
 		t.Fatal(err)
 	}
 	checkConverged(t, rep)
+	if converged != 1 {
+		t.Errorf("Converged called %d times", converged)
+	}
 	// Every gateway gets the same config: a handful of distinct contents
 	// (four types, then the changed routes), not one parse per response.
 	if rep.UniqueParses > 8 {

@@ -37,6 +37,11 @@ type Options struct {
 	// configuration containing UpdatePrefix.
 	Trigger      func(ctx context.Context) error
 	UpdatePrefix string
+	// Converged, if set, is called once every gateway has converged cold,
+	// before the update's clock starts and Trigger is called: the bench
+	// reads the server's counters there, between the two phases, without
+	// adding to the update's latency.
+	Converged func(ctx context.Context)
 	// Validate runs the resources' ValidateAll, once per distinct content,
 	// and NACKs what fails, like Envoy.
 	Validate bool
@@ -239,6 +244,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Mode = "delta"
 	}
 	ok := r.await(ctx, r.coldDone)
+	if ok && opts.Converged != nil {
+		opts.Converged(ctx)
+	}
 	if ok && opts.Trigger != nil {
 		r.triggerAt.Store(max(int64(r.since()), 1))
 		if err := opts.Trigger(ctx); err != nil {
