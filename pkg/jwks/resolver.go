@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,6 +107,9 @@ type Resolver struct {
 	entries map[cacheKey]*entry
 
 	fetchOK, fetchFail prometheus.Counter
+
+	// generation counts key set changes (Generation).
+	generation atomic.Uint64
 
 	// wake carries "a first fetch failed" to Run; one pending signal is
 	// enough since Run retries every entry without a key set.
@@ -372,10 +376,15 @@ func (r *Resolver) refreshOne(ctx context.Context, j job, now time.Time) (change
 	}
 	if err != nil {
 		r.log.Warn("JWKS refresh failed", "issuer", j.key.issuer, "jwksUri", j.key.jwksURI, "error", err)
-		if e.jwks == "" {
+		if e.jwks == "" && !r.opts.Async {
 			// istiod drops an entry that never had a key set, so the next
 			// translation fetches again instead of serving the failure.
+			// An Async resolver keeps it and retries it itself: its
+			// callers may not ask again until the key set changes.
 			delete(r.entries, j.key)
+		}
+		if e.jwks == "" {
+			e.err = err
 		}
 		return false, err
 	}
@@ -384,6 +393,7 @@ func (r *Resolver) refreshOne(ctx context.Context, j job, now time.Time) (change
 	if !Differ(j.old, jwks) {
 		return false, nil
 	}
+	r.generation.Add(1)
 	r.log.Info("JWKS changed", "issuer", j.key.issuer, "jwksUri", j.key.jwksURI)
 	return true, nil
 }
@@ -441,3 +451,7 @@ func (r *Resolver) getWithRetry(ctx context.Context, uri string, timeout time.Du
 		}
 	}
 }
+
+// Generation counts the changes of cached key sets so far: a caller that
+// keeps what it built from them may reuse it while this is the same.
+func (r *Resolver) Generation() uint64 { return r.generation.Load() }

@@ -3,7 +3,9 @@ package security
 import (
 	"maps"
 	"slices"
+	"strings"
 
+	networking "istio.io/api/networking/v1alpha3"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
@@ -53,7 +55,7 @@ func ForProxy(push *model.PushContext, p *model.Proxy, opts Options) *model.Gate
 		Proxy:         proxy,
 		Mesh:          push.Mesh(),
 		Clusters:      authz.ProviderClusters(push),
-		TCP:           true,
+		TCP:           hasTCPChains(push.GatewaysForProxy(p)),
 		TrustedHops:   topo.NumTrustedProxies > 0 || topo.ProxyProtocol,
 		Routes:        routes,
 	})
@@ -123,4 +125,28 @@ func key(s *model.GatewaySecurity) string {
 		h.String(msg)
 	}
 	return h.Sum()
+}
+
+// hasTCPChains reports whether gateways may give a proxy TCP filter chains
+// (TCP, TLS and other non-HTTP servers, HTTPS in PASSTHROUGH mode): only
+// then are the network filters built, and HTTP-only rule fields reported
+// for them. When in doubt it says yes: without the network filters a TCP
+// chain would not be authorized at all.
+func hasTCPChains(gws []config.Config) bool {
+	for _, gw := range gws {
+		spec, ok := gw.Spec.(*networking.Gateway)
+		if !ok {
+			return true
+		}
+		for _, s := range spec.GetServers() {
+			proto := strings.ToUpper(s.GetPort().GetProtocol())
+			switch {
+			case model.IsHTTPProtocol(proto):
+			case proto == "HTTPS" && s.GetTls().GetMode() != networking.ServerTLSSettings_PASSTHROUGH:
+			default:
+				return true
+			}
+		}
+	}
+	return false
 }

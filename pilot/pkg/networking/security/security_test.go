@@ -52,8 +52,16 @@ func TestForProxyKeys(t *testing.T) {
 	if a == nil || a.Key == "" || a.Key != b.Key {
 		t.Fatalf("equal input: %v and %v", a, b)
 	}
-	if len(a.AuthzHTTP) != 1 || len(a.AuthzTCP) != 1 || len(a.Policies) != 1 || a.Policies[0].Name != "a" {
+	// An HTTP-only gateway has no TCP chains: no network filters, and no
+	// warnings about HTTP-only fields on them.
+	if len(a.AuthzHTTP) != 1 || len(a.AuthzTCP) != 0 || len(a.Policies) != 1 || a.Policies[0].Name != "a" {
 		t.Errorf("ALLOW policy: http %d tcp %d policies %v", len(a.AuthzHTTP), len(a.AuthzTCP), a.Policies)
+	}
+	tcpGateway := config.Config{Meta: config.Meta{Kind: schema.Gateway, Namespace: "istio-system", Name: "tcp"},
+		Spec: &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{{
+			Port: &networking.Port{Number: 9000, Name: "tcp", Protocol: "TCP"}, Hosts: []string{"*"}}}}}
+	if s := ForProxy(push(allow("istio-system", "a", sel), tcpGateway), ingress, Options{}); len(s.AuthzTCP) != 1 {
+		t.Errorf("a gateway with a TCP server: %d network RBAC filters, want 1", len(s.AuthzTCP))
 	}
 	if c := ForProxy(push(allow("istio-system", "b", sel)), ingress, Options{}); c.Key == a.Key {
 		t.Error("another policy object, same key (status attribution would be shared)")

@@ -293,7 +293,12 @@ func (t *Translator) withSecurity(st *State, push *model.PushContext, p *model.P
 	in := securityInputKey(push, p)
 	sec, ok := st.security[in]
 	if !ok {
-		sec = security.ForProxy(push, p, security.Options{JWKS: t.jwks})
+		// Across pushes too, while nothing it reads has changed (a push
+		// for one VirtualService need not translate 500 policies again).
+		if sec, ok = t.secCache.lookup(st, t.jwks, in); !ok {
+			sec = security.ForProxy(push, p, security.Options{JWKS: t.jwks})
+			t.secCache.store(in, sec)
+		}
 		if st.security == nil {
 			st.security = map[string]*model.GatewaySecurity{}
 		}

@@ -40,6 +40,8 @@ type State struct {
 	// security caches the gateway security by what it depends on of a
 	// proxy (securityInputKey); written under the push lock.
 	security map[string]*model.GatewaySecurity
+	// securityFP is the push's securityFingerprint, once computed.
+	securityFP *string
 	// efValues caches EnvoyFilter patch values for the push's groups.
 	efValues *envoyfilter.Values
 }

@@ -74,6 +74,8 @@ type Translator struct {
 	jwks       authn.JWKSResolver
 	// withheld are EnvoyFilter patches gateways rejected, per resource.
 	withheld withholding
+	// secCache keeps gateway security across pushes (securitycache.go).
+	secCache securityCache
 	warm     bool
 	authz    model.SecretAuthorizer
 	grants   model.GatewaySecretGrants
