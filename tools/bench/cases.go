@@ -15,6 +15,7 @@ type benchCase struct {
 	// gateways, written with the workload.
 	AuthorizationPolicies  int `json:"authorization_policies,omitempty"`
 	RequestAuthentications int `json:"request_authentications,omitempty"`
+	EnvoyFilters           int `json:"envoy_filters,omitempty"`
 }
 
 // String is the case as --cases spells it: SERVICESxGATEWAYS, then
@@ -27,20 +28,26 @@ func (c benchCase) String() string {
 	if c.RequestAuthentications > 0 {
 		s += fmt.Sprintf("+ra%d", c.RequestAuthentications)
 	}
+	if c.EnvoyFilters > 0 {
+		s += fmt.Sprintf("+ef%d", c.EnvoyFilters)
+	}
 	return s
 }
 
 // hasPolicies reports whether the case adds gateway policies.
 func (c benchCase) hasPolicies() bool {
-	return c.AuthorizationPolicies > 0 || c.RequestAuthentications > 0
+	return c.AuthorizationPolicies > 0 || c.RequestAuthentications > 0 || c.EnvoyFilters > 0
 }
 
 // label is the case in the result tables: "1000 x 500", and the policies
 // when there are any ("1000 x 500 + 500 AP, 100 RA").
 func (c benchCase) label() string {
 	s := fmt.Sprintf("%d x %d", c.Services, c.Gateways)
-	if c.hasPolicies() {
+	if c.AuthorizationPolicies > 0 || c.RequestAuthentications > 0 {
 		s += fmt.Sprintf(" + %d AP, %d RA", c.AuthorizationPolicies, c.RequestAuthentications)
+	}
+	if c.EnvoyFilters > 0 {
+		s += fmt.Sprintf(" + %d EnvoyFilters", c.EnvoyFilters)
 	}
 	return s
 }
@@ -99,6 +106,8 @@ func parseCase(part string) (benchCase, error) {
 			dst, num = &c.AuthorizationPolicies, opt[2:]
 		case strings.HasPrefix(opt, "ra"):
 			dst, num = &c.RequestAuthentications, opt[2:]
+		case strings.HasPrefix(opt, "ef"):
+			dst, num = &c.EnvoyFilters, opt[2:]
 		default:
 			return benchCase{}, bad
 		}

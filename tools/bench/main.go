@@ -92,7 +92,7 @@ func main() {
 func run() error {
 	var o options
 	flag.StringVar(&o.out, "out", "bench-results", "output folder")
-	cases := flag.String("cases", fullMatrix, "cases as SERVICESxGATEWAYS, comma separated; +apA+raR adds A AuthorizationPolicies and R RequestAuthentications on the gateways (1000x500+ap500+ra100)")
+	cases := flag.String("cases", fullMatrix, "cases as SERVICESxGATEWAYS, comma separated; +apA+raR adds A AuthorizationPolicies and R RequestAuthentications on the gateways (1000x500+ap500+ra100), +efE E EnvoyFilters")
 	quick := flag.Bool("quick", false, "run the quick subset ("+quickMatrix+") instead of --cases")
 	flag.StringVar(&o.pilot, "pilot", "", "pilot-discovery binary; empty builds ./pilot/cmd/pilot-discovery into OUT/bin")
 	flag.StringVar(&o.floor, "floor", "", "floor binary; empty builds ./tools/floor into OUT/bin")
@@ -288,7 +288,7 @@ func runPilot(ctx context.Context, o options, c benchCase, dir string, delta boo
 	// A fresh workload each run: the previous run's update changed it.
 	_ = os.RemoveAll(dir)
 	if err := workload.Write(dir, workload.Options{Services: c.Services,
-		AuthorizationPolicies: c.AuthorizationPolicies, RequestAuthentications: c.RequestAuthentications}); err != nil {
+		AuthorizationPolicies: c.AuthorizationPolicies, RequestAuthentications: c.RequestAuthentications, EnvoyFilters: c.EnvoyFilters}); err != nil {
 		res.Error = err.Error()
 		return res
 	}

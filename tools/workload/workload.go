@@ -52,6 +52,9 @@ type Options struct {
 	// zero).
 	AuthorizationPolicies  int
 	RequestAuthentications int
+	// EnvoyFilters is how many EnvoyFilters to write into EnvoyFilterFile
+	// (none, and no file, when zero).
+	EnvoyFilters int
 }
 
 func (o Options) validate() error {
@@ -60,6 +63,9 @@ func (o Options) validate() error {
 	}
 	if o.Endpoints < 0 || o.Services*max(o.Endpoints, 1) > 1<<22 {
 		return fmt.Errorf("workload: Endpoints %d out of range for %d services", o.Endpoints, o.Services)
+	}
+	if o.EnvoyFilters < 0 || o.EnvoyFilters > 1<<16 {
+		return fmt.Errorf("workload: EnvoyFilters %d out of range (0 to 65536)", o.EnvoyFilters)
 	}
 	return o.validateSecurity()
 }
@@ -110,6 +116,9 @@ func Write(dir string, o Options) error {
 		if err := writeFile(dir, VirtualServiceFile(i), VirtualService(i, o.Services, BasePrefix)); err != nil {
 			return err
 		}
+	}
+	if err := writeEnvoyFilters(dir, o); err != nil {
+		return err
 	}
 	return writeSecurity(dir, o)
 }
