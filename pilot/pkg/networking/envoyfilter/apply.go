@@ -130,6 +130,10 @@ func (a *applier) routeConfigurations(patches []*patch) []*routev3.RouteConfigur
 		ref := ResourceRef{Type: RouteConfiguration, Name: rc.GetName()}
 		cur := rc
 		for _, p := range ps {
+			if next, ok := a.stepVirtualHosts(p, ref, cur); ok {
+				cur = next
+				continue
+			}
 			cur, _ = step(a, p, ref, cur, func(c *routev3.RouteConfiguration) (bool, bool, error) {
 				return patchRouteConfiguration(p, c, a.in.PortMap), false, nil
 			})
@@ -153,6 +157,9 @@ func (a *applier) clusters(patches []*patch) []*clusterv3.Cluster {
 		cur := c
 		removed := false
 		for _, p := range ps {
+			if !clusterMatch(cur, p) && !a.in.Withhold[Withheld{Patch: p.ref, Resource: ref}] {
+				continue // no copy of a cluster the patch does not match
+			}
 			cur, removed = step(a, p, ref, cur, func(c *clusterv3.Cluster) (bool, bool, error) { return patchCluster(p, c) })
 			if removed {
 				break

@@ -97,3 +97,15 @@ func checkMessage(m protoreflect.Message, path string) error {
 	}
 	return nil
 }
+
+// validateAt is validate for a part of a resource at path (e.g.
+// "virtual_hosts[3]"), so that problems name it as validating the whole
+// resource would.
+func validateAt(m proto.Message, path string) error {
+	if v, ok := m.(validatorAll); ok {
+		if err := v.ValidateAll(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return checkFields(m.ProtoReflect(), path)
+}
