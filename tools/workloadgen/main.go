@@ -19,11 +19,12 @@ func main() {
 	endpoints := flag.Int("endpoints", workload.DefaultEndpoints, "E: endpoints per ServiceEntry")
 	authzPolicies := flag.Int("authorization-policies", 0, "AuthorizationPolicies selecting the ingress gateway (ALLOW, DENY and AUDIT), in security.yaml")
 	requestAuthns := flag.Int("request-authentications", 0, "RequestAuthentications selecting the ingress gateway (one inline-JWKS JWT rule each), in security.yaml")
+	envoyFilters := flag.Int("envoy-filters", 0, "EnvoyFilters on the ingress gateway (rate limit, Lua, listener, route and cluster patches), in envoyfilters.yaml")
 	update := flag.Int("update", -1, "if >= 0, only rewrite VirtualService app-UPDATE with --prefix")
 	prefix := flag.String("prefix", workload.UpdatePrefix, "the first route's prefix written by --update")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: workloadgen --out DIR [--services N] [--endpoints E] [--authorization-policies A] [--request-authentications R] [--update I --prefix P]")
+		fmt.Fprintln(os.Stderr, "usage: workloadgen --out DIR [--services N] [--endpoints E] [--authorization-policies A] [--request-authentications R] [--envoy-filters F] [--update I --prefix P]")
 		os.Exit(2)
 	}
 	var err error
@@ -31,7 +32,7 @@ func main() {
 		err = workload.WriteUpdate(*out, *update, *services, *prefix)
 	} else {
 		err = workload.Write(*out, workload.Options{Services: *services, Endpoints: *endpoints,
-			AuthorizationPolicies: *authzPolicies, RequestAuthentications: *requestAuthns})
+			AuthorizationPolicies: *authzPolicies, RequestAuthentications: *requestAuthns, EnvoyFilters: *envoyFilters})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
