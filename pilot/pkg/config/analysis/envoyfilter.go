@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	networking "istio.io/api/networking/v1alpha3"
-
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/core"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/envoyfilter"
@@ -26,13 +24,8 @@ type patchTally struct {
 }
 
 func newPatchTally(push *model.PushContext) *patchTally {
-	t := &patchTally{values: envoyfilter.NewValues(), matched: map[envoyfilter.PatchRef]int{}, ran: map[envoyfilter.PatchRef]envoyfilter.PatchReport{}}
-	for _, c := range push.EnvoyFilters() {
-		if spec, ok := c.Spec.(*networking.EnvoyFilter); ok {
-			t.filters = append(t.filters, envoyfilter.Filter{Name: c.Name, Namespace: c.Namespace, Created: c.CreationTimestamp, Spec: spec})
-		}
-	}
-	return t
+	return &patchTally{filters: envoyfilter.FromConfigs(push.EnvoyFilters()), values: envoyfilter.NewValues(),
+		matched: map[envoyfilter.PatchRef]int{}, ran: map[envoyfilter.PatchRef]envoyfilter.PatchReport{}}
 }
 
 // apply patches one gateway configuration (the group's listeners and

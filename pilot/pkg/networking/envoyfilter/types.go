@@ -151,3 +151,15 @@ type Result struct {
 	// EnvoyFilter and naming spec.configPatches[i].
 	Errors []*config.Error
 }
+
+// FromConfigs reads the EnvoyFilter objects of cfgs (a push's
+// EnvoyFilters) as the patcher takes them; other kinds are skipped.
+func FromConfigs(cfgs []config.Config) []Filter {
+	out := make([]Filter, 0, len(cfgs))
+	for _, c := range cfgs {
+		if spec, ok := c.Spec.(*networking.EnvoyFilter); ok {
+			out = append(out, Filter{Name: c.Name, Namespace: c.Namespace, Created: c.CreationTimestamp, Spec: spec})
+		}
+	}
+	return out
+}

@@ -96,58 +96,100 @@ func (w *withholding) add(pairs []envoyfilter.Withheld, specs map[filterName]str
 // filterName is an EnvoyFilter's namespace and name.
 type filterName struct{ namespace, name string }
 
+// efSelection is the EnvoyFilters that apply to the proxies of one
+// namespace and set of labels in a push, worked out once for all of them.
+type efSelection struct {
+	filters []envoyfilter.Filter
+	specs   map[filterName]string
+	// names are the filters' names for the group key; proxyMatch is set
+	// when a patch matches on the proxy's version or metadata.
+	names      string
+	proxyMatch bool
+}
+
+// efPush is a push's EnvoyFilters read once: the filters, their sources,
+// and the selections made so far by proxy namespace and labels.
+type efPush struct {
+	filters    []envoyfilter.Filter
+	sources    map[config.Key]string
+	selections map[string]*efSelection
+}
+
 // withEnvoyFilters extends key with the EnvoyFilters that apply to p
 // (istiod's EnvoyFilters(proxy): root namespace ones, then p's namespace's
 // by workloadSelector or targetRefs) and what their patches read of p.
-// Nil filters when none applies.
+// Nil filters when none applies. The selection is made once per push for
+// each namespace and set of labels, not per proxy.
 func (t *Translator) withEnvoyFilters(st *State, push *model.PushContext, p *model.Proxy, key string) (string, *groupFilters) {
-	all := push.EnvoyFilters()
-	if len(all) == 0 {
+	if len(push.EnvoyFilters()) == 0 {
 		return key, nil
 	}
-	filters := make([]envoyfilter.Filter, 0, len(all))
-	sources := map[config.Key]string{}
-	for _, c := range all {
-		spec, ok := c.Spec.(*networking.EnvoyFilter)
-		if !ok {
-			continue
+	if st.ef == nil {
+		ep := &efPush{filters: envoyfilter.FromConfigs(push.EnvoyFilters()), sources: map[config.Key]string{}, selections: map[string]*efSelection{}}
+		for _, c := range push.EnvoyFilters() {
+			ep.sources[c.Key()] = c.Source
 		}
-		filters = append(filters, envoyfilter.Filter{Name: c.Name, Namespace: c.Namespace, Created: c.CreationTimestamp, Spec: spec})
-		sources[c.Key()] = c.Source
+		st.ef = ep
 	}
-	selected := envoyfilter.Select(filters, push.RootNamespace(), policyattach.Proxy{Namespace: p.Namespace, Labels: p.Labels})
-	if len(selected) == 0 {
+	in := selectionKey(p)
+	sel, ok := st.ef.selections[in]
+	if !ok {
+		sel = selectEnvoyFilters(st.ef.filters, push.RootNamespace(), p)
+		st.ef.selections[in] = sel
+	}
+	if sel == nil {
 		return key, nil
 	}
-	gf := &groupFilters{filters: selected, sources: sources, specs: map[filterName]string{}}
-	for _, f := range selected {
-		h := protoconv.NewHasher()
-		h.Message(f.Spec)
-		gf.specs[filterName{f.Namespace, f.Name}] = h.Sum()
-	}
-	var b strings.Builder
-	proxyMatch := false
-	for _, f := range selected {
-		b.WriteString(strconv.Quote(f.Namespace + "/" + f.Name))
-		for _, cp := range f.Spec.GetConfigPatches() {
-			if cp.GetMatch().GetProxy() != nil {
-				proxyMatch = true
-			}
-		}
-	}
+	gf := &groupFilters{filters: sel.filters, sources: st.ef.sources, specs: sel.specs}
+	ident := sel.names
 	// Patches that match on the proxy's version or metadata make those
 	// part of what the group's output depends on; otherwise proxies of
 	// any version share it.
-	if proxyMatch {
+	if sel.proxyMatch {
 		gf.proxy = envoyfilter.Proxy{Version: p.IstioVersion, Metadata: proxyMetadata(p)}
-		b.WriteString("|" + strconv.Quote(gf.proxy.Version))
+		var b strings.Builder
+		b.WriteString(ident + "|" + strconv.Quote(gf.proxy.Version))
 		for _, k := range slices.Sorted(maps.Keys(gf.proxy.Metadata)) {
 			b.WriteString(strconv.Quote(k) + "=" + strconv.Quote(gf.proxy.Metadata[k]))
 		}
+		ident = b.String()
 	}
 	h := protoconv.NewHasher()
-	h.String(b.String())
+	h.String(ident)
 	return key + "/envoyfilter/" + h.Sum(), gf
+}
+
+// selectionKey names what envoyfilter.Select reads of p.
+func selectionKey(p *model.Proxy) string {
+	var b strings.Builder
+	b.WriteString(strconv.Quote(p.Namespace))
+	writeLabels(&b, p.Labels)
+	return b.String()
+}
+
+// selectEnvoyFilters is the selection for p's namespace and labels, with
+// the filters' spec hashes (withholding holds per spec); nil when none
+// applies.
+func selectEnvoyFilters(filters []envoyfilter.Filter, root string, p *model.Proxy) *efSelection {
+	selected := envoyfilter.Select(filters, root, policyattach.Proxy{Namespace: p.Namespace, Labels: p.Labels})
+	if len(selected) == 0 {
+		return nil
+	}
+	sel := &efSelection{filters: selected, specs: map[filterName]string{}}
+	var b strings.Builder
+	for _, f := range selected {
+		h := protoconv.NewHasher()
+		h.Message(f.Spec)
+		sel.specs[filterName{f.Namespace, f.Name}] = h.Sum()
+		b.WriteString(strconv.Quote(f.Namespace + "/" + f.Name))
+		for _, cp := range f.Spec.GetConfigPatches() {
+			if cp.GetMatch().GetProxy() != nil {
+				sel.proxyMatch = true
+			}
+		}
+	}
+	sel.names = b.String()
+	return sel
 }
 
 // proxyMetadata is the node metadata patches can match on: the fields

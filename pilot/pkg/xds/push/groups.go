@@ -273,9 +273,7 @@ func telemetryInputKey(push *model.PushContext, p *model.Proxy) string {
 	for _, s := range []string{push.View(), p.Namespace, p.ServiceCluster, p.MeshID, p.ClusterID, p.IstioVersion} {
 		b.WriteString(strconv.Quote(s))
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
-		b.WriteString(strconv.Quote(k) + "=" + strconv.Quote(p.Labels[k]))
-	}
+	writeLabels(&b, p.Labels)
 	if p.ProxyConfig != nil {
 		pc, _ := proto.MarshalOptions{Deterministic: true}.Marshal(p.ProxyConfig) // a parsed ProxyConfig always encodes
 		b.WriteString("|" + hex.EncodeToString(pc))
@@ -319,8 +317,14 @@ func securityInputKey(push *model.PushContext, p *model.Proxy) string {
 	for _, s := range []string{push.View(), p.Namespace, push.GatewayTopology().Key()} {
 		b.WriteString(strconv.Quote(s))
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
-		b.WriteString(strconv.Quote(k) + "=" + strconv.Quote(p.Labels[k]))
-	}
+	writeLabels(&b, p.Labels)
 	return b.String()
+}
+
+// writeLabels writes labels to b in a form that names them exactly (sorted,
+// quoted), for the keys proxies' derived inputs are cached by.
+func writeLabels(b *strings.Builder, labels map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b.WriteString(strconv.Quote(k) + "=" + strconv.Quote(labels[k]))
+	}
 }

@@ -42,6 +42,8 @@ type State struct {
 	security map[string]*model.GatewaySecurity
 	// securityFP is the push's securityFingerprint, once computed.
 	securityFP *string
+	// ef is the push's EnvoyFilters and their selections (envoyfilters.go).
+	ef *efPush
 	// efValues caches EnvoyFilter patch values for the push's groups.
 	efValues *envoyfilter.Values
 }
