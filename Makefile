@@ -14,7 +14,7 @@ RACE      ?= -race
 KUBE_DEPS ?= kube-deps
 KUBE_APISERVER_ENSURE := tools/kube-apiserver/ensure.sh
 
-.PHONY: all help build run test test-short vet lint staticcheck fmt golden docs fuzz soak docker clean kube-deps crds gateway-api-crds bench bench-kube
+.PHONY: all help build run test test-short vet lint staticcheck fmt golden docs fuzz soak docker clean kube-deps crds gateway-api-crds bench bench-kube conformance
 
 all: build ## Build both binaries (the default goal)
 
@@ -48,6 +48,19 @@ test: lint $(KUBE_DEPS) ## lint, kube-deps, then every test with -race, all thre
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 	cd tests/helm && KUBE_APISERVER="$${KUBE_APISERVER:-$$(../../$(KUBE_APISERVER_ENSURE) --path)}" $(GO) test $(RACE) $(TEST_FLAGS) ./...
 	cd tools/benchchart && $(GO) test $(RACE) $(TEST_FLAGS) ./...
+
+# `conformance`: the Gateway API conformance suite (tests/conformance, the
+# gateway-api version in go.mod) against a real API server, every test it
+# can run here (the expected failures too), and its ConformanceReport
+# written to CONFORMANCE_REPORT; see docs/conformance.md. `make test` runs
+# the same suite without the expected failures and without a report. The
+# run fails while an expected failure fails (the report is written anyway)
+# and when one passes (it must leave the list).
+CONFORMANCE_REPORT ?= docs/conformance/report-$(shell $(GO) list -m -f '{{.Version}}' sigs.k8s.io/gateway-api/conformance).yaml
+conformance: $(KUBE_DEPS) ## Gateway API conformance suite; its report into CONFORMANCE_REPORT (docs/conformance/)
+	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" WAYFINDER_VERSION=$(VERSION) \
+	  $(GO) test ./tests/conformance -run '^TestConformance$$' -count=1 -v -timeout 30m \
+	  -args -conformance.report=$(CURDIR)/$(CONFORMANCE_REPORT)
 
 # `test-short`: the main module's tests with -short, no race detector and
 # no vet first; a quick check, not what CI runs.
@@ -168,16 +181,25 @@ crds: ## Refresh manifests/crds/istio-networking.yaml and istio-security.yaml fr
 
 # Refresh manifests/crds/gateway-api from the sigs.k8s.io/gateway-api version
 # in go.mod: the module's standard-channel CRDs of the kinds Wayfinder reads,
-# copied unchanged (each carries its bundle-version and channel annotations);
-# then regenerate the schemas file mode checks them against
-# (pkg/config/manifest/gatewayapi_schemas.json).
-GATEWAY_API_CRD_KINDS := gatewayclasses gateways httproutes grpcroutes referencegrants tlsroutes tcproutes
+# copied unchanged (each carries its bundle-version and channel annotations),
+# and the experimental-channel CRDs of the same kinds into
+# manifests/crds/gateway-api-experimental; then regenerate the schemas file
+# mode checks them against (pkg/config/manifest/gatewayapi_schemas.json).
+# File mode checks against the experimental channel's schemas: they are a
+# superset of the standard ones, and the experimental HTTPRoute fields
+# Wayfinder serves (retry, sessionPersistence) are accepted in a file as on a
+# cluster that installed the experimental CRDs.
+GATEWAY_API_CRD_KINDS := gatewayclasses gateways httproutes grpcroutes referencegrants tlsroutes tcproutes \
+  listenersets backendtlspolicies
 
-gateway-api-crds: ## Refresh manifests/crds/gateway-api from go.mod's gateway-api
+gateway-api-crds: ## Refresh manifests/crds/gateway-api{,-experimental} from go.mod's gateway-api
 	@dir=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api) && \
-	  for k in $(GATEWAY_API_CRD_KINDS); do \
-	    cp "$$dir/config/crd/standard/gateway.networking.k8s.io_$$k.yaml" manifests/crds/gateway-api/ && \
-	    chmod 644 manifests/crds/gateway-api/gateway.networking.k8s.io_$$k.yaml || exit 1; \
+	  for ch in standard experimental; do \
+	    out=manifests/crds/gateway-api; [ $$ch = standard ] || out=$$out-$$ch; \
+	    for k in $(GATEWAY_API_CRD_KINDS); do \
+	      cp "$$dir/config/crd/$$ch/gateway.networking.k8s.io_$$k.yaml" $$out/ && \
+	      chmod 644 $$out/gateway.networking.k8s.io_$$k.yaml || exit 1; \
+	    done; \
 	  done
 	@cat manifests/crds/gateway-api/*.yaml | grep -c '^kind: CustomResourceDefinition'
 	$(GO) generate ./pkg/config/manifest
@@ -196,9 +218,13 @@ bench: ## File-mode benchmark matrix into BENCH_OUT (bench-results/)
 # kube-apiserver on loopback (as the Kubernetes tests; see kube-deps), the
 # workload written into it, pilot-discovery in Kubernetes mode and G
 # simulated gateways; then endpoint churn at BENCH_KUBE_FLAGS' rates.
-# Results in $(BENCH_OUT)/kube/kube-results.md. Separate from `make bench`
-# (it needs kube-deps and takes much longer). Shorter churn, e.g.:
-# make bench-kube BENCH_KUBE_FLAGS='--kube-cases 1000x500 --churn-duration 60s'
+# Results in $(BENCH_OUT)/kube/kube-results.md. Then the Gateway API
+# route-propagation cases (5,000 HTTPRoutes and 2,500 ListenerSets x 16
+# routes, 100 and 500 proxies; --route-cases) into route-results.md.
+# Separate from `make bench` (it needs kube-deps and takes much longer).
+# Shorter churn, or the route cases alone, e.g.:
+# make bench-kube BENCH_KUBE_FLAGS='--kube-cases 1000x500 --churn-duration 60s --route-cases ""'
+# make bench-kube BENCH_KUBE_FLAGS="--kube-cases '' --route-cases hr5000x100"
 BENCH_KUBE_FLAGS ?=
 bench-kube: $(KUBE_DEPS) ## Kubernetes-mode benchmark with endpoint churn into BENCH_OUT/kube
 	KUBE_APISERVER="$${KUBE_APISERVER:-$$($(KUBE_APISERVER_ENSURE) --path)}" \

@@ -273,10 +273,14 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"telemetry.istio.io/telemetries", "security.istio.io/requestauthentications", "security.istio.io/authorizationpolicies",
 		"networking.k8s.io/ingresses", "networking.k8s.io/ingressclasses",
 		"/services", "/pods", "/secrets", "/namespaces", "discovery.k8s.io/endpointslices",
+		// ConfigMaps: a Gateway's parametersRef and the CA bundles the
+		// Gateway API names.
+		"/configmaps",
 		"gateway.networking.k8s.io/gatewayclasses", "gateway.networking.k8s.io/gateways",
 		"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/grpcroutes",
 		"gateway.networking.k8s.io/tlsroutes", "gateway.networking.k8s.io/tcproutes",
-		"gateway.networking.k8s.io/referencegrants",
+		"gateway.networking.k8s.io/referencegrants", "gateway.networking.k8s.io/listenersets",
+		"gateway.networking.k8s.io/backendtlspolicies",
 	}
 	want := expand(read, "list", "watch")
 	want = append(want, expand([]string{"apiextensions.k8s.io/customresourcedefinitions"}, "get", "list", "watch")...)
@@ -287,7 +291,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"security.istio.io/authorizationpolicies/status"}, "update")...)
 	want = append(want, expand([]string{"gateway.networking.k8s.io/gatewayclasses/status", "gateway.networking.k8s.io/gateways/status",
 		"gateway.networking.k8s.io/httproutes/status", "gateway.networking.k8s.io/grpcroutes/status",
-		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status"}, "update")...)
+		"gateway.networking.k8s.io/tlsroutes/status", "gateway.networking.k8s.io/tcproutes/status",
+		"gateway.networking.k8s.io/listenersets/status", "gateway.networking.k8s.io/backendtlspolicies/status"}, "update")...)
 	want = append(want, expand([]string{"/events", "events.k8s.io/events"}, "create", "patch")...)
 	want = append(want, "authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create")
 	slices.Sort(want)
@@ -464,7 +469,8 @@ func TestGatewayAPICRDs(t *testing.T) {
 		kinds = append(kinds, crd.Spec.Names.Kind)
 	}
 	slices.Sort(kinds)
-	want := []string{"GRPCRoute", "Gateway", "GatewayClass", "HTTPRoute", "ReferenceGrant", "TCPRoute", "TLSRoute"}
+	want := []string{"BackendTLSPolicy", "GRPCRoute", "Gateway", "GatewayClass", "HTTPRoute", "ListenerSet",
+		"ReferenceGrant", "TCPRoute", "TLSRoute"}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("Gateway API CRDs %v, want %v", kinds, want)
 	}
@@ -522,6 +528,11 @@ func TestBaseAppliesToAPIServer(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Resource: "events", Verb: "create", Namespace: "default"}, true},
 		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "httproutes", Subresource: "status", Verb: "update", Namespace: "default"}, true},
 		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "gatewayclasses", Subresource: "status", Verb: "update"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "listenersets", Verb: "watch", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "listenersets", Subresource: "status", Verb: "update", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "backendtlspolicies", Verb: "list", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "backendtlspolicies", Subresource: "status", Verb: "update", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: "listenersets", Verb: "update", Namespace: "default"}, false},
 		{authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: namespace}, true},
 		// Deploying the proxies of Gateways (server-side apply).
 		{authorizationv1.ResourceAttributes{Group: "apps", Resource: "deployments", Verb: "patch", Namespace: "default"}, true},

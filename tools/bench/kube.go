@@ -40,6 +40,13 @@ type kubeFlags struct {
 	churnRates    string
 	churnDuration time.Duration
 	churnDrain    time.Duration
+	// The route-propagation cases (routes.go).
+	routeCases   string
+	routeChanges int
+	routeTimeout time.Duration
+	routeGap     time.Duration
+	routeFloor   int
+	routeProfile string
 }
 
 func registerKubeFlags(fs *flag.FlagSet) *kubeFlags {
@@ -50,6 +57,12 @@ func registerKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	fs.StringVar(&k.churnRates, "churn-rates", "50,200", "EndpointSlice updates per second, one churn phase each")
 	fs.DurationVar(&k.churnDuration, "churn-duration", 5*time.Minute, "length of each churn phase")
 	fs.DurationVar(&k.churnDrain, "churn-drain", 30*time.Second, "after a churn phase, how long to wait for the last changes to reach every gateway")
+	fs.StringVar(&k.routeCases, "route-cases", defaultRouteCases, "Gateway API route-propagation cases: hrROUTESxPROXIES (HTTPRoutes on one Gateway) or lsSETSxROUTESxPROXIES (ListenerSets of ROUTES routes each), comma separated; empty: none")
+	fs.IntVar(&k.routeChanges, "route-changes", 100, "route-propagation changes per phase (new HTTPRoutes, then changes of existing ones)")
+	fs.DurationVar(&k.routeTimeout, "route-change-timeout", 30*time.Second, "how long one route change may take to reach every proxy before the next is made")
+	fs.DurationVar(&k.routeGap, "route-change-gap", 250*time.Millisecond, "pause after a route change reached every proxy before the next (pilot-discovery debounces a change within --debounce-after of the one before as part of a burst)")
+	fs.IntVar(&k.routeFloor, "route-floor-runs", 3, "floor-server runs per route-propagation case (0: none)")
+	fs.StringVar(&k.routeProfile, "route-profile", "", "take pilot-discovery's CPU profile (20 s from the start of the update phase) into PREFIX-CASE.pprof")
 	return k
 }
 
@@ -58,13 +71,27 @@ type kubeOptions struct {
 	cases, churnCases []benchCase
 	rates             []float64
 	duration, drain   time.Duration
+	routes            routeOptions
 }
 
 func (k *kubeFlags) parse() (kubeOptions, error) {
 	var ko kubeOptions
 	var err error
-	if ko.cases, err = parseCases(k.cases); err != nil {
-		return ko, fmt.Errorf("--kube-cases: %w", err)
+	if ko.routes.cases, err = parseRouteCases(k.routeCases); err != nil {
+		return ko, fmt.Errorf("--route-cases: %w", err)
+	}
+	// --kube-cases '' runs the route-propagation cases alone.
+	if strings.TrimSpace(k.cases) != "" || len(ko.routes.cases) == 0 {
+		if ko.cases, err = parseCases(k.cases); err != nil {
+			return ko, fmt.Errorf("--kube-cases: %w", err)
+		}
+	}
+	if len(ko.routes.cases) > 0 {
+		if k.routeChanges < 1 || k.routeChanges > 10000 || k.routeTimeout <= 0 || k.routeGap < 0 || k.routeFloor < 0 {
+			return ko, errors.New("--route-changes must be 1-10000, --route-change-timeout positive, --route-change-gap and --route-floor-runs 0 or more")
+		}
+		ko.routes.changes, ko.routes.timeout, ko.routes.gap = k.routeChanges, k.routeTimeout, k.routeGap
+		ko.routes.floorRuns, ko.routes.profile = k.routeFloor, k.routeProfile
 	}
 	if strings.TrimSpace(k.churnCases) != "" {
 		if ko.churnCases, err = parseCases(k.churnCases); err != nil {
@@ -131,6 +158,12 @@ func runKubeMode(o options, kf *kubeFlags) error {
 	if err := prepareOut(&o); err != nil {
 		return err
 	}
+	if len(ko.routes.cases) > 0 && ko.routes.floorRuns > 0 && o.floor == "" && !o.skipFloor {
+		o.floor = filepath.Join(o.out, "bin", "floor")
+		if err := goBuild(o.floor, "./tools/floor"); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now().UTC()
@@ -147,7 +180,33 @@ func runKubeMode(o options, kf *kubeFlags) error {
 			return ctx.Err()
 		}
 	}
-	fmt.Println("wrote", filepath.Join(o.out, "kube-results.md"))
+	if len(ko.cases) > 0 {
+		fmt.Println("wrote", filepath.Join(o.out, "kube-results.md"))
+	}
+	if len(ko.routes.cases) == 0 {
+		return nil
+	}
+	var routes []routeResult
+	for _, c := range ko.routes.cases {
+		dumps := filepath.Join(o.out, "dumps", "routes-"+c.String())
+		_ = os.RemoveAll(dumps)
+		r := runRouteCase(ctx, o, ko.routes, bins, c, o.delta, dumps)
+		// The floor runs once pilot-discovery, etcd and the API server
+		// are gone, on the machine alone as in file mode.
+		if r.Error == "" && ko.routes.floorRuns > 0 && !o.skipFloor && ctx.Err() == nil {
+			r.Floor = runRouteFloor(ctx, o, c, dumps, o.delta, ko.routes.floorRuns)
+		}
+		logRouteResult(r)
+		routes = append(routes, r)
+		m := machineInfo(o.note, o.commit, o.load, started)
+		if err := writeReport(o.out, "route-results", m, routes, routeMarkdown(m, ko.routes, o.pilotArgs, routes)); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	fmt.Println("wrote", filepath.Join(o.out, "route-results.md"))
 	return nil
 }
 

@@ -368,7 +368,9 @@ func measure(ctx context.Context, o options, res result, bin string, args []stri
 
 	lo.Timeout = o.timeout
 	lo.Validate = true
-	lo.UpdatePrefix = workload.UpdatePrefix
+	if lo.UpdatePrefix == "" {
+		lo.UpdatePrefix = workload.UpdatePrefix
+	}
 	lo.Logger = slog.New(slog.DiscardHandler)
 	selfBefore, _ := selfCPUSeconds()
 	rep, err := load.Run(ctx, lo)

@@ -38,5 +38,17 @@ func gatewayAPIz(st gatewayapi.Status) *debugapi.GatewayAPIz {
 	slices.SortFunc(out.Routes, func(a, b debugapi.Routez) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
+	for key, ls := range st.ListenerSets {
+		out.ListenerSets = append(out.ListenerSets, debugapi.ListenerSetz{Namespace: key.Namespace, Name: key.Name, Status: ls})
+	}
+	slices.SortFunc(out.ListenerSets, func(a, b debugapi.ListenerSetz) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	for key, ps := range st.BackendTLSPolicies {
+		out.BackendTLSPolicies = append(out.BackendTLSPolicies, debugapi.BackendTLSPolicyz{Namespace: key.Namespace, Name: key.Name, Status: ps})
+	}
+	slices.SortFunc(out.BackendTLSPolicies, func(a, b debugapi.BackendTLSPolicyz) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	return out
 }

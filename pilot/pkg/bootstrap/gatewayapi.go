@@ -7,6 +7,7 @@ import (
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/gatewayapi"
 	kubegatewayapi "github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/gatewayapi"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/config/kube/ingress"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
@@ -26,7 +27,7 @@ type istioStore interface {
 // ServiceEntry changes schedule a conversion. deploys says the deployer
 // is on: the Secrets of the Gateways it deploys go to the proxies running
 // as the ServiceAccount it made for each.
-func gatewayAPISource(c KubeClients, domainSuffix string, deploys bool, istio istioStore) (*kubegatewayapi.Controller, error) {
+func gatewayAPISource(c KubeClients, domainSuffix string, deploys bool, istio istioStore, secrets *ingress.Secrets) (*kubegatewayapi.Controller, error) {
 	// CRDs are watched (metadata only) so that Gateway API kinds installed
 	// after start are served without a restart.
 	meta, err := metadata.NewForConfig(c.RESTConfig)
@@ -37,7 +38,11 @@ func gatewayAPISource(c KubeClients, domainSuffix string, deploys bool, istio is
 		Client: c.GatewayAPI, Kube: c.Kube, Metadata: meta, Namespaces: c.Namespaces, Queue: c.Queue, Logger: c.Logger,
 		ServiceEntries:       func() []config.Config { return istio.List(schema.ServiceEntry, "") },
 		ServiceEntriesSynced: istio.Synced(),
-		Convert:              gatewayapi.Options{DomainSuffix: domainSuffix, DeploysProxies: deploys},
+		// certificateRefs resolve against the SDS store's Secrets, which
+		// call SecretChanged (addIngress).
+		Secrets:       secrets.Get,
+		SecretsSynced: secrets.WaitForSync,
+		Convert:       gatewayapi.Options{DomainSuffix: domainSuffix, DeploysProxies: deploys},
 	})
 	if err != nil {
 		return nil, err

@@ -37,6 +37,14 @@ func (m *kubeMode) addIngress(opts Options) error {
 		Client: c.Kube, Namespaces: c.Namespaces, Logger: opts.Logger,
 		// Informers start in Run, after NewServer has set pushSecret.
 		OnChange: func(string, string) { m.pushSecret() },
+		// The Gateway API source resolves certificateRefs against the
+		// Secrets; it converts again when one it looked up changes. It
+		// is built after this store, before the informers start.
+		OnAnyChange: func(ns, name string) {
+			if m.gatewayAPI != nil {
+				m.gatewayAPI.SecretChanged(ns, name)
+			}
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("secrets: %w", err)

@@ -187,7 +187,7 @@ func newKubeMode(opts Options, reg prometheus.Registerer) (*kubeMode, []model.Co
 		sources = append(sources, m.ingress)
 	}
 	if !opts.GatewayAPI.Disabled {
-		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix, !opts.GatewayDeploy.Disabled, crds)
+		gwapi, err := gatewayAPISource(m.clients, opts.DomainSuffix, !opts.GatewayDeploy.Disabled, crds, m.secrets)
 		if err != nil {
 			return fail(err)
 		}

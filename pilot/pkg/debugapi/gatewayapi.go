@@ -9,6 +9,26 @@ type GatewayAPIz struct {
 	GatewayClasses []GatewayClassz `json:"gatewayClasses"`
 	Gateways       []Gatewayz      `json:"gateways"`
 	Routes         []Routez        `json:"routes"`
+	// ListenerSets attached, or refused, by a handled Gateway.
+	ListenerSets []ListenerSetz `json:"listenerSets,omitempty"`
+	// BackendTLSPolicies with Wayfinder's ancestors (none where no
+	// Gateway of Wayfinder's reaches their Services).
+	BackendTLSPolicies []BackendTLSPolicyz `json:"backendTLSPolicies,omitempty"`
+}
+
+// BackendTLSPolicyz is the status of one BackendTLSPolicy.
+type BackendTLSPolicyz struct {
+	Namespace string          `json:"namespace"`
+	Name      string          `json:"name"`
+	Status    gw.PolicyStatus `json:"status"`
+}
+
+// ListenerSetz is the status of one ListenerSet whose parent is a handled
+// Gateway.
+type ListenerSetz struct {
+	Namespace string               `json:"namespace"`
+	Name      string               `json:"name"`
+	Status    gw.ListenerSetStatus `json:"status"`
 }
 
 // GatewayClassz is the status of one handled GatewayClass.

@@ -395,8 +395,9 @@ func UpstreamCredentials(push *PushContext) []Credential {
 	seen := map[string]Credential{}
 	visit := func(t *networking.ClientTLSSettings) {
 		m := t.GetMode()
-		if t.GetCredentialName() == "" || (m != networking.ClientTLSSettings_SIMPLE && m != networking.ClientTLSSettings_MUTUAL) {
-			return
+		if t.GetCredentialName() == "" || (m != networking.ClientTLSSettings_SIMPLE && m != networking.ClientTLSSettings_MUTUAL) ||
+			IsBackendTLSCredential(t.GetCredentialName()) {
+			return // a BackendTLSPolicy's CA is in the cluster, not a Secret
 		}
 		if c, err := ParseCredentialName(t.GetCredentialName()); err == nil && c.UpstreamNamespaceError() == "" {
 			seen[c.ResourceName] = c

@@ -20,6 +20,10 @@ type GatewayServer struct {
 	Source string
 	// Index is the server's position in spec.servers, for error fields.
 	Index int
+	// ClientCA is the PEM bundle verifying client certificates that the
+	// Gateway carries inline for the server's caCertCredentialName
+	// (GatewayClientCAAnnotationPrefix); "" when none.
+	ClientCA string
 }
 
 // Field is the path of one of the server's fields ("" for the server), for errors.
@@ -123,7 +127,8 @@ func MergeGateways(gws []config.Config) *MergedGateway {
 	ports := map[uint32]portClaim{}
 	for _, gw := range gws {
 		for i, s := range gw.Spec.(*networking.Gateway).GetServers() {
-			gs := GatewayServer{Server: s, Gateway: gw.Key(), Source: gw.Source, Index: i}
+			gs := GatewayServer{Server: s, Gateway: gw.Key(), Source: gw.Source, Index: i,
+				ClientCA: clientCA(gw.Annotations, s.GetTls().GetCaCertCredentialName())}
 			port := s.GetPort().GetNumber()
 			kind, ok := mg.serverKind(gs)
 			if !ok || !mg.claimPort(ports, gs, kind) {

@@ -133,7 +133,7 @@ func (mg *MergedGateway) termination(gs GatewayServer) (Credential, bool) {
 	switch {
 	case len(tls.GetCredentialNames()) > 0 || len(tls.GetTlsCertificates()) > 0:
 		mg.errorf(gs, "tls", "credentialNames and tlsCertificates are not served yet; use credentialName; server skipped")
-	case tls.GetCaCertCredentialName() != "":
+	case tls.GetCaCertCredentialName() != "" && gs.ClientCA == "":
 		// Verifying clients against another CA than the one named would
 		// accept or refuse the wrong clients: the server is not served.
 		mg.errorf(gs, "tls.caCertCredentialName", "caCertCredentialName is not served yet; put the CA in the credentialName Secret (ca.crt) or in Secret NAME-cacert; server skipped")

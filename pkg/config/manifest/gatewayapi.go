@@ -18,16 +18,18 @@ import (
 )
 
 // GatewayAPIObject is one Kubernetes Gateway API object of a manifest:
-// GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute or
-// ReferenceGrant, as the sigs.k8s.io/gateway-api v1 type the Kubernetes
-// informers deliver, so the one conversion reads both.
+// GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
+// ReferenceGrant, ListenerSet or BackendTLSPolicy, as the
+// sigs.k8s.io/gateway-api v1 type the Kubernetes informers deliver, so the
+// one conversion reads both.
 type GatewayAPIObject struct {
 	Kind schema.GatewayAPIKind
 	// Source is the file and document, as for config.Config.
 	Source string
 	// Object is a *gw.GatewayClass, *gw.Gateway, *gw.HTTPRoute,
-	// *gw.GRPCRoute, *gw.TLSRoute, *gw.TCPRoute or *gw.ReferenceGrant,
-	// without status. Shared: do not modify.
+	// *gw.GRPCRoute, *gw.TLSRoute, *gw.TCPRoute, *gw.ReferenceGrant,
+	// *gw.ListenerSet or *gw.BackendTLSPolicy, without status. Shared: do
+	// not modify.
 	Object metav1.Object
 	// Sum identifies the object's content (metadata and spec).
 	Sum [sha256.Size]byte
@@ -61,6 +63,10 @@ func newGatewayAPIObject(kind string) metav1.Object {
 		return &gw.TCPRoute{}
 	case schema.ReferenceGrantKind.Name:
 		return &gw.ReferenceGrant{}
+	case schema.ListenerSetKind.Name:
+		return &gw.ListenerSet{}
+	case schema.BackendTLSPolicyKind.Name:
+		return &gw.BackendTLSPolicy{}
 	}
 	return nil
 }
@@ -80,6 +86,10 @@ func dropStatus(o metav1.Object) {
 		o.Status = gw.TLSRouteStatus{}
 	case *gw.TCPRoute:
 		o.Status = gw.TCPRouteStatus{}
+	case *gw.ListenerSet:
+		o.Status = gw.ListenerSetStatus{}
+	case *gw.BackendTLSPolicy:
+		o.Status = gw.PolicyStatus{}
 	}
 }
 
@@ -155,14 +165,21 @@ func (o *object) versionOf() string {
 }
 
 // gatewayAPISchemas are the spec schemas of the CRDs of
-// manifests/crds/gateway-api (the very files users apply), by
+// manifests/crds/gateway-api-experimental (the very files users apply), by
 // "Kind/version", decoded and compiled once on first use. They are
 // generated from those CRDs into gatewayapi_schemas.json, pruned to what
-// openAPISchema checks, so that binaries embed 51 KB rather than the CRDs;
-// TestGatewayAPISchemasUpToDate fails when the file is stale.
+// openAPISchema checks, so that binaries embed the schemas rather than the
+// CRDs; TestGatewayAPISchemasUpToDate fails when the file is stale.
+//
+// The experimental channel's CRDs, not the standard ones: each is a
+// superset of its standard twin (same kinds, same v1 versions, more
+// fields), and the experimental HTTPRoute fields Wayfinder serves (retry,
+// sessionPersistence) must be accepted in a file as on a cluster that
+// installed the experimental CRDs. A file is refused only for what no
+// channel serves; the conversion warns about the fields it does not apply.
 var gatewayAPISchemas = sync.OnceValues(loadGatewayAPISchemas)
 
-//go:generate go run ./internal/crdschema/gen -crds ../../../manifests/crds/gateway-api -out gatewayapi_schemas.json
+//go:generate go run ./internal/crdschema/gen -crds ../../../manifests/crds/gateway-api-experimental -out gatewayapi_schemas.json
 //go:embed gatewayapi_schemas.json
 var gatewayAPISchemasJSON []byte
 

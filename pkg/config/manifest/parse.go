@@ -1,8 +1,9 @@
 // Package manifest parses multi-document Kubernetes-style YAML into typed
 // config objects: Istio config, and Kubernetes Gateway API objects, which
 // it checks against their CRDs' schemas as an API server would on create
-// (gatewayapi.go, openapi.go). Semantic checks of Istio config live in
-// pkg/config/validation.
+// (gatewayapi.go, openapi.go), and core v1 ConfigMaps, which hold the CAs
+// of BackendTLSPolicies in file mode (configmap.go). Semantic checks of
+// Istio config live in pkg/config/validation.
 package manifest
 
 import (
@@ -158,6 +159,14 @@ func parseDocument(doc []byte, src string, firstLine int, opts Options) (config.
 			return config.Config{}, nil, err
 		}
 		g, gerr := parseGatewayAPI(js, &obj, k, src, opts)
+		return config.Config{}, g, gerr
+	}
+	if isConfigMap(&obj) {
+		// The CA of a BackendTLSPolicy (configmap.go).
+		if err := toJSON(); err != nil {
+			return config.Config{}, nil, err
+		}
+		g, gerr := parseConfigMap(js, &obj, src, opts)
 		return config.Config{}, g, gerr
 	}
 	c, cerr := parseIstio(strictErr, &obj, src, firstLine, opts)

@@ -30,7 +30,8 @@ type GatewayAPIKind struct {
 func (k GatewayAPIKind) CRDName() string { return k.Plural + "." + GatewayAPIGroup }
 
 // The Gateway API kinds. The standard channel of sigs.k8s.io/gateway-api
-// v1.6.3 serves all of them at v1 (TLSRoute and TCPRoute included).
+// v1.6.3 serves all of them at v1 (TLSRoute, TCPRoute, ListenerSet and
+// BackendTLSPolicy included).
 var (
 	GatewayClassKind   = GatewayAPIKind{Name: "GatewayClass", Plural: "gatewayclasses", Versions: []string{"v1"}, ClusterScoped: true}
 	GatewayKind        = GatewayAPIKind{Name: "Gateway", Plural: "gateways", Versions: []string{"v1"}}
@@ -39,10 +40,15 @@ var (
 	TLSRouteKind       = GatewayAPIKind{Name: "TLSRoute", Plural: "tlsroutes", Versions: []string{"v1"}}
 	TCPRouteKind       = GatewayAPIKind{Name: "TCPRoute", Plural: "tcproutes", Versions: []string{"v1"}}
 	ReferenceGrantKind = GatewayAPIKind{Name: "ReferenceGrant", Plural: "referencegrants", Versions: []string{"v1"}}
+	ListenerSetKind    = GatewayAPIKind{Name: "ListenerSet", Plural: "listenersets", Versions: []string{"v1"}}
+	// BackendTLSPolicyKind is a policy, not a route or gateway: it targets
+	// Services (targetRefs).
+	BackendTLSPolicyKind = GatewayAPIKind{Name: "BackendTLSPolicy", Plural: "backendtlspolicies", Versions: []string{"v1"}}
 )
 
 var gatewayAPIKinds = []GatewayAPIKind{
 	GatewayClassKind, GatewayKind, HTTPRouteKind, GRPCRouteKind, TLSRouteKind, TCPRouteKind, ReferenceGrantKind,
+	ListenerSetKind, BackendTLSPolicyKind,
 }
 
 // GatewayAPIKinds returns every Gateway API kind Wayfinder reads.

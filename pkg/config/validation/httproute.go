@@ -388,8 +388,10 @@ func (v *validator) cors(f string, c *networking.CorsPolicy) {
 		}
 	}
 	for i, m := range c.AllowMethods {
-		if !corsMethods[m] {
-			v.add(at(f+".allowMethods", i), "%q is not an HTTP method (GET, POST, ...; upper case)", m)
+		// "*" alone (all methods) is the Gateway API CORS filter's, which
+		// Envoy echoes or answers as is.
+		if !corsMethods[m] && (m != "*" || len(c.AllowMethods) > 1) {
+			v.add(at(f+".allowMethods", i), "%q is not an HTTP method (GET, POST, ...; upper case) or * alone", m)
 		}
 	}
 	for i, h := range c.AllowHeaders {

@@ -324,3 +324,11 @@ func (c gatewayV1) TCPRoutes(ns string) StatusResource[*gatewayv1.TCPRoute, *gat
 func (c gatewayV1) ReferenceGrants(ns string) Resource[*gatewayv1.ReferenceGrant, *gatewayv1.ReferenceGrantList] {
 	return client(c.k.gw, "referencegrants", ns, false, func() *gatewayv1.ReferenceGrant { return &gatewayv1.ReferenceGrant{} }, func() *gatewayv1.ReferenceGrantList { return &gatewayv1.ReferenceGrantList{} })
 }
+
+func (c gatewayV1) ListenerSets(ns string) StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList] {
+	return client(c.k.gw, "listenersets", ns, false, func() *gatewayv1.ListenerSet { return &gatewayv1.ListenerSet{} }, func() *gatewayv1.ListenerSetList { return &gatewayv1.ListenerSetList{} })
+}
+
+func (c gatewayV1) BackendTLSPolicies(ns string) StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList] {
+	return client(c.k.gw, "backendtlspolicies", ns, false, func() *gatewayv1.BackendTLSPolicy { return &gatewayv1.BackendTLSPolicy{} }, func() *gatewayv1.BackendTLSPolicyList { return &gatewayv1.BackendTLSPolicyList{} })
+}

@@ -188,3 +188,11 @@ func (f *GatewayFactory) TCPRoutes() Typed[gatewaylisters.TCPRouteLister] {
 func (f *GatewayFactory) ReferenceGrants() Typed[gatewaylisters.ReferenceGrantLister] {
 	return typed(Informer(f.Factory, f.c.GatewayV1().ReferenceGrants(f.Namespace), &gatewayv1.ReferenceGrant{}), gatewaylisters.NewReferenceGrantLister)
 }
+
+func (f *GatewayFactory) ListenerSets() Typed[gatewaylisters.ListenerSetLister] {
+	return typed(Informer(f.Factory, f.c.GatewayV1().ListenerSets(f.Namespace), &gatewayv1.ListenerSet{}), gatewaylisters.NewListenerSetLister)
+}
+
+func (f *GatewayFactory) BackendTLSPolicies() Typed[gatewaylisters.BackendTLSPolicyLister] {
+	return typed(Informer(f.Factory, f.c.GatewayV1().BackendTLSPolicies(f.Namespace), &gatewayv1.BackendTLSPolicy{}), gatewaylisters.NewBackendTLSPolicyLister)
+}

@@ -134,4 +134,6 @@ type GatewayV1 interface {
 	TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]
 	TCPRoutes(namespace string) StatusResource[*gatewayv1.TCPRoute, *gatewayv1.TCPRouteList]
 	ReferenceGrants(namespace string) Resource[*gatewayv1.ReferenceGrant, *gatewayv1.ReferenceGrantList]
+	BackendTLSPolicies(namespace string) StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList]
+	ListenerSets(namespace string) StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList]
 }

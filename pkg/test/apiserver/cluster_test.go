@@ -230,7 +230,8 @@ func TestIstioCRDsServed(t *testing.T) {
 }
 
 // The Gateway API CRDs are served: the standard kinds as
-// gateway.networking.k8s.io/v1, TLSRoute and TCPRoute included.
+// gateway.networking.k8s.io/v1, TLSRoute, TCPRoute, ListenerSet and
+// BackendTLSPolicy included.
 func TestGatewayAPICRDsServed(t *testing.T) {
 	c := cluster.Get(t)
 	res, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1")
@@ -244,7 +245,7 @@ func TestGatewayAPICRDsServed(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"gatewayclasses", "gateways", "grpcroutes", "httproutes", "referencegrants", "tcproutes", "tlsroutes"}
+	want := []string{"backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes", "httproutes", "listenersets", "referencegrants", "tcproutes", "tlsroutes"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("gateway.networking.k8s.io/v1 serves %v, want %v", got, want)
 	}

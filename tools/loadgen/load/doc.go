@@ -21,7 +21,9 @@
 // needs is extracted: resource names, EDS and RDS references, and the
 // route prefixes that tell when the update arrived, and the marker
 // endpoints (Options.EndpointMarker) that tell a churn benchmark when each
-// gateway ACKed the EDS carrying its change. Requests are written in wire
+// gateway ACKed the EDS carrying its change, and the marker route paths
+// (Options.RouteMarker) that tell a route-propagation benchmark when each
+// ACKed the route table carrying its change. Requests are written in wire
 // form around a resource name list encoded once per distinct list: a
 // state-of-the-world ACK repeats a gateway's EDS names (1,000 at 1,000
 // services), and marshaling them for every ACK was a quarter of the tool's

@@ -206,6 +206,11 @@ func (g *gateway) ack(typeURL string, resp *wireResponse, needEDS, needRDS bool)
 			g.r.opts.OnEndpointMarker(g.id, id)
 		}
 	}
+	if typeURL == resource.RouteType && g.r.opts.OnRouteMarker != nil {
+		for _, id := range resp.p.routeMarkers {
+			g.r.opts.OnRouteMarker(g.id, id)
+		}
+	}
 	if g.raw != nil {
 		g.raw[typeURL] = resp.raw
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
 
@@ -81,5 +82,41 @@ func TestParseCacheIsBounded(t *testing.T) {
 	c.get(last.TypeURL, false, last.Sum, last.Resources)
 	if c.parses.Load() != parses {
 		t.Error("a recent content was parsed again")
+	}
+}
+
+// Marker paths are picked out of RDS responses, prefix and exact alike,
+// each id once however many routes carry it; other paths are ignored.
+func TestParseCollectsRouteMarkers(t *testing.T) {
+	marker := func(path string) (int, bool) {
+		id, ok := strings.CutPrefix(strings.TrimSuffix(path, "/"), "/mark-")
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.Atoi(id)
+		return n, err == nil
+	}
+	c := newParseCache(true)
+	c.routeMarker = marker
+	route := func(m *routev3.RouteMatch) *routev3.Route {
+		return &routev3.Route{Match: m, Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 200}}}
+	}
+	rc := &routev3.RouteConfiguration{Name: "http.80", VirtualHosts: []*routev3.VirtualHost{
+		{Name: "a:80", Domains: []string{"a"}, Routes: []*routev3.Route{
+			route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/mark-4"}}),
+			route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/mark-4/"}}),
+			route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/other"}}),
+		}},
+		{Name: "b:80", Domains: []string{"b"}, Routes: []*routev3.Route{
+			route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/mark-2"}}),
+		}},
+	}}
+	r := sotw(t, resource.RouteType, "1", rc)
+	p := c.get(r.TypeURL, false, r.Sum, r.Resources)
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if !slices.Equal(p.routeMarkers, []int{4, 2}) {
+		t.Fatalf("route markers = %v, want [4 2]", p.routeMarkers)
 	}
 }

@@ -42,6 +42,9 @@ type parsed struct {
 	// markers are the ids of an EDS response's marker endpoints (see
 	// Options.EndpointMarker), in response order.
 	markers []int
+	// routeMarkers are the distinct ids of an RDS response's marker paths
+	// (see Options.RouteMarker), in response order.
+	routeMarkers []int
 }
 
 // key identifies a distinct response content.
@@ -75,7 +78,10 @@ type parseCache struct {
 	// marker picks out marker endpoints (Options.EndpointMarker); set
 	// before the first get.
 	marker func(addr string) (int, bool)
-	mu     sync.Mutex
+	// routeMarker picks out marker route paths (Options.RouteMarker); set
+	// before the first get.
+	routeMarker func(path string) (int, bool)
+	mu          sync.Mutex
 	// entries is the current generation, old the one before.
 	entries, old map[key]*entry
 	parses       atomic.Int64
@@ -123,7 +129,7 @@ func (c *parseCache) start(typeURL string, delta bool, sum uint64, resources [][
 	c.mu.Unlock()
 	if created {
 		c.parses.Add(1)
-		e.p = parseMarked(typeURL, delta, resources, c.validate, c.marker)
+		e.p = parseMarked(typeURL, delta, resources, c.validate, markerFuncs{endpoint: c.marker, route: c.routeMarker})
 		close(e.done)
 	}
 	return e
@@ -131,11 +137,19 @@ func (c *parseCache) start(typeURL string, delta bool, sum uint64, resources [][
 
 // parse decodes resources of typeURL and extracts names and references.
 func parse(typeURL string, delta bool, resources [][]byte, validate bool) *parsed {
-	return parseMarked(typeURL, delta, resources, validate, nil)
+	return parseMarked(typeURL, delta, resources, validate, markerFuncs{})
 }
 
-// parseMarked is parse that also collects the ids of marker endpoints.
-func parseMarked(typeURL string, delta bool, resources [][]byte, validate bool, marker func(string) (int, bool)) *parsed {
+// markerFuncs pick benchmark markers out of responses: endpoint addresses
+// (EDS) and route paths (RDS); either may be nil.
+type markerFuncs struct {
+	endpoint func(addr string) (int, bool)
+	route    func(path string) (int, bool)
+}
+
+// parseMarked is parse that also collects the ids of marker endpoints and
+// marker route paths.
+func parseMarked(typeURL string, delta bool, resources [][]byte, validate bool, marker markerFuncs) *parsed {
 	p := &parsed{}
 	var refs []string
 	for i, b := range resources {
@@ -171,7 +185,7 @@ func parseMarked(typeURL string, delta bool, resources [][]byte, validate bool, 
 
 // parseOne decodes one serialized Any and returns its name and the names
 // it references; RDS prefixes and EDS markers are added to p.
-func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed, marker func(string) (int, bool)) (string, []string, error) {
+func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed, marker markerFuncs) (string, []string, error) {
 	if a.GetTypeUrl() != typeURL {
 		return "", nil, fmt.Errorf("type %s in a %s response", a.GetTypeUrl(), typeURL)
 	}
@@ -208,10 +222,10 @@ func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed, marker fun
 		}
 	case *endpointv3.ClusterLoadAssignment:
 		name = r.GetClusterName()
-		if marker != nil {
+		if marker.endpoint != nil {
 			for _, le := range r.GetEndpoints() {
 				for _, lb := range le.GetLbEndpoints() {
-					if id, ok := marker(lb.GetEndpoint().GetAddress().GetSocketAddress().GetAddress()); ok {
+					if id, ok := marker.endpoint(lb.GetEndpoint().GetAddress().GetSocketAddress().GetAddress()); ok {
 						p.markers = append(p.markers, id)
 					}
 				}
@@ -232,6 +246,9 @@ func parseOne(typeURL string, a *anypb.Any, validate bool, p *parsed, marker fun
 			for _, rt := range vh.GetRoutes() {
 				if pre, ok := rt.GetMatch().GetPathSpecifier().(*routev3.RouteMatch_Prefix); ok {
 					p.prefixes[pre.Prefix] = true
+				}
+				if marker.route != nil {
+					p.addRouteMarker(rt.GetMatch(), marker.route)
 				}
 			}
 		}
@@ -267,4 +284,24 @@ func routeNames(l *listenerv3.Listener) ([]string, error) {
 		return nil, errors.New("listener without filter chains")
 	}
 	return out, nil
+}
+
+// addRouteMarker adds the id of a route's marker path (prefix, exact path
+// or separated prefix), once per id: a Gateway API PathPrefix becomes two
+// Envoy routes, an exact one and a prefix one.
+func (p *parsed) addRouteMarker(m *routev3.RouteMatch, marker func(string) (int, bool)) {
+	var path string
+	switch ps := m.GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_Prefix:
+		path = ps.Prefix
+	case *routev3.RouteMatch_Path:
+		path = ps.Path
+	case *routev3.RouteMatch_PathSeparatedPrefix:
+		path = ps.PathSeparatedPrefix
+	default:
+		return
+	}
+	if id, ok := marker(path); ok && !slices.Contains(p.routeMarkers, id) {
+		p.routeMarkers = append(p.routeMarkers, id)
+	}
 }

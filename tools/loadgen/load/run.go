@@ -79,6 +79,16 @@ type Options struct {
 	// in it (markers already seen come again in state-of-the-world
 	// responses; the callee keeps track).
 	OnEndpointMarker func(gw, id int)
+	// RouteMarker, if set, picks marker paths out of RDS responses: route
+	// paths (prefix or exact) a benchmark wrote to time a route change,
+	// mapped to an id. It is called once per distinct response content,
+	// from any goroutine.
+	RouteMarker func(path string) (id int, ok bool)
+	// OnRouteMarker, if set with RouteMarker, is called on gateway gw's
+	// goroutine whenever it ACKs an RDS response, once per marker id in
+	// it (every marker of the route configurations it carries, so seen
+	// ones come again; the callee keeps track).
+	OnRouteMarker func(gw, id int)
 }
 
 // Dump file names per type, shared with the floor server.
@@ -195,6 +205,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		fatal:      make(chan struct{}),
 	}
 	r.cache.marker = opts.EndpointMarker
+	r.cache.routeMarker = opts.RouteMarker
 	r.coldLeft.Store(int64(opts.Gateways))
 	r.updateLeft.Store(int64(opts.Gateways))
 

@@ -98,7 +98,7 @@ func discoveryCommand(opts *bootstrap.Options) *cobra.Command {
 	f.StringVar(&opts.Ingress.Class, "ingress-class", "", "legacy kubernetes.io/ingress.class value to handle, besides IngressClasses naming controller wayfinder.io/ingress-controller")
 	f.StringVar(&opts.Ingress.Service, "ingress-service", "istio-system/istio-ingressgateway", "gateway Service (namespace/name) whose addresses are written to Ingress status")
 	f.BoolVar(&opts.Ingress.Disabled, "disable-ingress", false, "do not translate Kubernetes Ingresses or write their status")
-	f.Var(negatedBool{&opts.GatewayAPI.Disabled}, "gateway-api", "serve the Kubernetes Gateway API (GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, ReferenceGrant) in both modes; false: no Gateway API informers and no conversion")
+	f.Var(negatedBool{&opts.GatewayAPI.Disabled}, "gateway-api", "serve the Kubernetes Gateway API (GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, ReferenceGrant, BackendTLSPolicy) in both modes; false: no Gateway API informers and no conversion")
 	f.Lookup("gateway-api").NoOptDefVal = "true"
 	f.StringVar(&opts.PodName, "pod-name", "", "this replica's pod name, for the Lease electing the Ingress status writer (downward API)")
 	f.StringVar(&opts.PodNamespace, "pod-namespace", "", "this replica's namespace, where that Lease lives (downward API)")

@@ -20,8 +20,12 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 	var out []attachment
 	for i, p := range parents {
 		field := fmt.Sprintf("spec.parentRefs[%d]", i)
+		if isListenerSetRef(p) {
+			out = append(out, c.attachListenerSet(kind, src, ns, i, p, hostnames)...)
+			continue
+		}
 		if group, k := string(deref(p.Group, gw.Group(Group))), string(deref(p.Kind, "Gateway")); group != Group || k != "Gateway" {
-			c.errorf(src, field+".kind", "parent %s.%s is not supported (only Gateway); parent skipped", k, group)
+			c.errorf(src, field+".kind", "parent %s.%s is not supported (only Gateway and ListenerSet); parent skipped", k, group)
 			continue
 		}
 		gwNS := string(deref(p.Namespace, gw.Namespace(ns)))
@@ -37,6 +41,7 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 		}
 		var matched int
 		var reason string
+		held := false // attached to a listener that is not served (holdUnresolved)
 		why := gw.RouteReasonNotAllowedByListeners
 		for _, l := range ls {
 			if p.SectionName != nil && *p.SectionName != l.spec.Name {
@@ -65,15 +70,19 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 				why = gw.RouteReasonNoMatchingListenerHostname
 				continue
 			}
-			out = append(out, attachment{listener: l, hosts: hosts})
 			c.st.listener(l.gateway, l.spec.Name).attached++
+			if l.unserved {
+				held = true
+				continue
+			}
+			out = append(out, attachment{listener: l, hosts: hosts})
 		}
 		switch {
 		case matched == 0:
 			c.errorf(src, field, "Gateway %s/%s has no listener matching sectionName/port (NoMatchingParent); parent skipped", gwNS, p.Name)
 			c.st.parent(src, i, p, &cond{reason: string(gw.RouteReasonNoMatchingParent),
 				message: fmt.Sprintf("Gateway %s/%s has no listener matching sectionName/port", gwNS, p.Name)})
-		case !attachedTo(out, gwNS, string(p.Name)):
+		case !held && !attachedTo(out, gwNS, string(p.Name)):
 			c.errorf(src, field, "not attached to Gateway %s/%s: %s", gwNS, p.Name, reason)
 			c.st.parent(src, i, p, &cond{reason: string(why), message: reason})
 		default:

@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -39,6 +40,12 @@ type Input struct {
 	TLSRoutes       []*gw.TLSRoute
 	TCPRoutes       []*gw.TCPRoute
 	ReferenceGrants []*gw.ReferenceGrant
+	// BackendTLSPolicies become DestinationRules (backendtls.go); their
+	// caCertificateRefs are read through ConfigMaps.
+	BackendTLSPolicies []*gw.BackendTLSPolicy
+	// ListenerSets add listeners to the Gateways that allow them
+	// (listenerset.go).
+	ListenerSets []*gw.ListenerSet
 	// Namespaces gives the labels of a namespace, for allowedRoutes
 	// selectors; nil, or a nil result, means no labels.
 	Namespaces func(name string) map[string]string
@@ -48,6 +55,18 @@ type Input struct {
 	NamespaceNames func() []string
 	// Services looks up a Service; nil means there is none.
 	Services func(namespace, name string) *corev1.Service
+	// Secrets looks up a Secret, against which listeners' certificateRefs
+	// are resolved (certrefs.go), and which a client CA ref may name
+	// (frontendtls.go): a nil result is a Secret that does not exist. A
+	// nil func knows no Secrets: certificates are not checked (file mode,
+	// which serves no Secrets) and a CA Secret does not resolve.
+	Secrets func(namespace, name string) *corev1.Secret
+	// ConfigMaps looks up a ConfigMap, which a Gateway's
+	// infrastructure.parametersRef (params.go) and CA refs name: a nil
+	// result is one that does not exist. A nil func knows none: a
+	// parametersRef is checked by kind only, a CA ConfigMap does not
+	// resolve.
+	ConfigMaps func(namespace, name string) *corev1.ConfigMap
 	// ServiceEntries are the Istio ServiceEntries (Spec
 	// *networking.ServiceEntry), which backendRefs of kind Hostname
 	// (group networking.istio.io) name by host.
@@ -93,6 +112,13 @@ type listener struct {
 	gateway  *gw.Gateway
 	spec     gw.Listener
 	istioKey string // "namespace/name" of its Istio Gateway
+	// unserved: accepted, but its references do not resolve (a bad
+	// certificate), so it has no Istio Gateway; routes attach to it for
+	// their status and its attachedRoutes, and nothing is generated.
+	unserved bool
+	// set is the ListenerSet the listener comes from; nil for a
+	// Gateway's own (gateway is then the set's parent, listenerset.go).
+	set *gw.ListenerSet
 }
 
 type converter struct {
@@ -148,6 +174,7 @@ func convert(in Input, opts Options) ([]config.Config, []*config.Error, *recorde
 		}
 		out = append(out, c.gateway(g)...)
 	}
+	out = append(out, c.listenerSets()...)
 	// Routes of every kind in one order, oldest first, then
 	// namespace/name (HTTPRoute before GRPCRoute on a full tie): the
 	// Gateway API's tie-break between routes.
@@ -175,6 +202,7 @@ func convert(in Input, opts Options) ([]config.Config, []*config.Error, *recorde
 	}
 	out = append(out, c.virtualServices()...)
 	out = append(out, c.streamRoutes(in.TLSRoutes, in.TCPRoutes)...)
+	out = append(out, c.backendTLSPolicies()...)
 	slices.SortFunc(out, func(a, b config.Config) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
@@ -205,11 +233,26 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 	src := Source("Gateway", g)
 	var out []config.Config
 	c.st.handled[g.Namespace+"/"+g.Name] = true
+	if !c.parametersValid(g) {
+		return nil
+	}
+	mixed := mixedTermination(g.Spec.Listeners)
+	c.backendClientCertificate(g)
 	for i, l := range g.Spec.Listeners {
 		field := fmt.Sprintf("spec.listeners[%d]", i)
 		rec := c.st.listener(g, l.Name)
+		if m, ok := mixed[l.Name]; ok {
+			c.errorf(src, field+".tls.mode", "%s; listener skipped", m.message)
+			c.st.listenerNotAccepted(g, l, gw.ListenerReasonProtocolConflict, "%s", m.message)
+			continue
+		}
 		server := c.server(g, l, field)
 		if server == nil {
+			c.holdUnresolved(g, l, rec)
+			continue
+		}
+		caAnnotations, ok := c.frontendTLS(g, g, l, server)
+		if !ok {
 			continue
 		}
 		name := IstioGatewayName(g.Name, l.Name)
@@ -222,6 +265,7 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 				Servers:  []*networking.Server{server},
 			},
 		}
+		maps.Copy(cfg.Meta.Annotations, caAnnotations) // frontendtls.go
 		if err := checkGateway(cfg); err != nil {
 			c.errorf(src, field, "%v; listener skipped", err)
 			c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedValue, "%v", err)
@@ -287,6 +331,9 @@ func (c *converter) server(g *gw.Gateway, l gw.Listener, field string) *networki
 // it to the proxies of the Gateway's namespace (a Secret of the Gateway's
 // own namespace keeps its plain name).
 func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (string, bool) {
+	if s := c.st.setOf(g); s != nil {
+		return c.setCertificate(s, g, l, field)
+	}
 	src := Source("Gateway", g)
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
 		c.errorf(src, field+".certificateRefs", "an HTTPS listener needs a certificate; listener skipped")
@@ -310,12 +357,18 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 	}
 	ns := deref(ref.Namespace, gw.Namespace(g.Namespace))
 	if string(ns) == g.Namespace {
+		if !c.certificateUsable(g, l, f, string(ns), string(ref.Name)) {
+			return "", false
+		}
 		c.st.secrets.bind(g, l.Name, model.SecretRef{Namespace: g.Namespace, Name: string(ref.Name)}, c.opts.DeploysProxies)
 		return string(ref.Name), true
 	}
 	if !c.grants.allowed("Gateway", g.Namespace, "", "Secret", string(ns), string(ref.Name)) {
 		c.errorf(src, f, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); listener skipped", ns, ref.Name)
 		c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
+		return "", false
+	}
+	if !c.certificateUsable(g, l, f, string(ns), string(ref.Name)) {
 		return "", false
 	}
 	c.st.secrets.bind(g, l.Name, model.SecretRef{Namespace: string(ns), Name: string(ref.Name)}, c.opts.DeploysProxies)

@@ -1,7 +1,7 @@
 // Package gatewayapi converts the Kubernetes Gateway API
 // (gateway.networking.k8s.io, sigs.k8s.io/gateway-api v1.6.3) into the
-// Gateway and VirtualService configs the rest of the pipeline already
-// serves, as package ingress does for Ingress and as istiod does, and
+// Gateway, VirtualService and DestinationRule configs the rest of the
+// pipeline already serves, as package ingress does for Ingress and as istiod does, and
 // computes the status that conversion decides. It is pure: it reads the
 // objects and a read-only view of Services, Namespaces and ServiceEntries
 // given in an Input, and returns config, errors and status; it watches,
@@ -23,8 +23,11 @@
 //
 // sigs.k8s.io/gateway-api v1.6.3 is the newest release that builds with Go
 // 1.26, which Wayfinder stays on; v1.7.0 needs Go 1.27. Its standard
-// channel already serves TLSRoute and TCPRoute as v1, so the CRDs in
-// manifests/crds/gateway-api are all standard channel.
+// channel already serves TLSRoute, TCPRoute, ListenerSet and
+// BackendTLSPolicy as v1, so the CRDs in manifests/crds/gateway-api are all
+// standard channel; file mode checks documents against the experimental
+// channel's schemas of the same kinds (manifests/crds/gateway-api-experimental),
+// a superset carrying the experimental HTTPRoute fields read here.
 //
 // # What a Gateway becomes
 //
@@ -53,6 +56,28 @@
 //     carries model.NamespaceOnlyAnnotation, so it is served only to proxies
 //     of the Gateway's own namespace: a Gateway of namespace A never reaches
 //     a proxy of namespace B that happens to carry the same label.
+//
+// # ListenerSets
+//
+// A ListenerSet adds listeners to the Gateway its parentRef names when the
+// Gateway's spec.allowedListeners admit the set's namespace (None by
+// default; Same, All, Selector), else it is NotAllowed (listenerset.go).
+// Its listeners are converted as the Gateway's own, after every Gateway's,
+// into Istio Gateways in the parent's namespace selecting the parent's
+// proxies (ListenerSetIstioGatewayName), since those proxies take Gateways
+// of their own namespace only. Merge order is the specification's: the
+// Gateway's listeners, then ListenerSets oldest first, then by
+// namespace/name; a listener conflicting with an earlier one on its port
+// (another protocol or TLS termination: ProtocolConflict; the same protocol
+// and hostname: HostnameConflict) is refused and reported Conflicted, and a
+// Gateway's own listener never loses. allowedRoutes Same and certificateRefs
+// are relative to the set's namespace (another needs a ReferenceGrant from
+// ListenerSets); its Secrets are bound to the parent's proxies and, not
+// being of the parent's namespace, named kubernetes-gateway://NS/NAME and
+// lent to that listener alone (SecretGrants). Routes attach with a parentRef
+// of kind ListenerSet (listenerset_attach.go); a parentRef to the Gateway
+// reaches its own listeners only. listenerset_status.go computes the sets'
+// status and the Gateway's attachedListenerSets.
 //
 // # What an HTTPRoute becomes
 //
@@ -111,6 +136,44 @@
 // networking.istio.io, istiod's) the ServiceEntry host they name (see
 // hostname.go); timeouts.request becomes the route timeout.
 //
+// Route policies follow istiod 1.29's convertHTTPRoute. The CORS filter
+// becomes the route's corsPolicy (cors.go: exact, prefix and regex
+// origins as istiod writes them, preflights of other origins answered by
+// the gateway). retry becomes Istio retries on connection errors plus its
+// codes, attempts 2 when unset, backoff as Envoy's base back-off interval;
+// timeouts.backendRequest is the per-try timeout of a rule that retries,
+// else the route timeout (retry.go). sessionPersistence, which istiod
+// does not serve, becomes a cookie or header session carried on the
+// generated VirtualService (model.GatewayAPISessionsAnnotation, since
+// Istio's HTTPRoute has no field for it), which the route translator
+// serves with Envoy's stateful_session filter (session.go); a GRPCRoute
+// rule's the same way. A field that cannot be read is reported and left
+// out, the rule served.
+//
+// # BackendTLSPolicy
+//
+// BackendTLSPolicies become DestinationRules as istiod 1.29's
+// backend_policies.go makes them (backendtls.go): one per targeted
+// Service, SERVICE-backendtls-gwapi in its namespace, for its host only
+// (no exportTo, no workloadSelector), and one per host of a targeted
+// ServiceEntry (ENTRY-HOST-backendtls-gwapi), trafficPolicy.tls SIMPLE from a
+// targetRef without sectionName and portLevelSettings from one naming a
+// port; sni the policy's hostname, subjectAltNames its Hostname and URI
+// SANs or, without them, the hostname (the specification; istiod checks
+// the chain only). The CA is the system bundle (wellKnownCACertificates
+// System) or the ca.crt of the ConfigMaps caCertificateRefs name
+// (Input.ConfigMaps), parsed, re-encoded and carried by the rule under
+// model.BackendTLSCAAnnotationPrefix for the credentialName
+// configmap://NS/NAME, which the cluster translator puts inline; without a
+// valid CA the rule names model.InvalidCredentialName and the Service's
+// clusters are not built (requests fail, never unverified). The rule is
+// dated the zero time, as istiod's generated ones: the oldest of its host
+// and namespace. Of two policies on one Service and sectionName the older
+// applies, the other is Conflicted. backendtls_status.go gives each policy
+// one ancestor per handled Gateway an accepted route reaches a target
+// through, with Accepted and ResolvedRefs, and routes to a Service whose
+// policy asks for CAs Wayfinder does not have ResolvedRefs False.
+//
 // # Certificates of another namespace
 //
 // A listener's certificateRef to a Secret of another namespace is served
@@ -127,6 +190,51 @@
 // names another namespace's Secret. The Kubernetes source replaces the
 // records with each conversion, so a deleted grant refuses the Secret
 // from the conversion that also takes the listener away.
+//
+// # Certificates, parameters and TLS modes
+//
+// A listener's certificateRef is resolved against the Secret itself
+// (certrefs.go), as istiod 1.29's buildSecretReference does: it must
+// exist, be of type kubernetes.io/tls or Opaque, and hold a PEM
+// certificate and key (tls.crt and tls.key, or Istio's cert and key) whose
+// key is the certificate's. Otherwise the listener is ResolvedRefs False,
+// InvalidCertificateRef, and Programmed False, as the specification asks;
+// it stays Accepted, routes still attach to it (counted in its
+// attachedRoutes, reported Accepted) and nothing is served there. No
+// message quotes the Secret's data. Input.Secrets is the lookup; nil (file
+// mode, which serves no Secrets) checks nothing. The Secrets and
+// ConfigMaps a conversion looked up are in Result.Referenced: the
+// Kubernetes source converts again when one of those changes, and for no
+// other.
+//
+// A Gateway's spec.infrastructure.parametersRef is read as istiod 1.29
+// reads it (params.go): a ConfigMap of the Gateway's namespace, which must
+// exist; another kind, or a ConfigMap that does not exist, rejects the
+// Gateway (Accepted False, InvalidParameters) and none of its listeners is
+// served. The ConfigMap's data is not applied (a warning says so): the
+// deployer takes no parameters. GatewayClass parametersRef is not read,
+// as in istiod.
+//
+// Terminate and Passthrough TLS listeners (HTTPS or TLS Terminate beside
+// TLS Passthrough) on one port are refused, each Accepted False and
+// Conflicted True with reason ProtocolConflict (tlsmodes.go): one Envoy
+// listener per port either terminates or passes through, and
+// TLSRouteModeMixed is not claimed.
+//
+// Client certificate validation (spec.tls.frontend, frontendtls.go) of a
+// listener's port (a ListenerSet's listener's too) makes its terminating
+// servers MUTUAL (AllowValidOnly) or OPTIONAL_MUTUAL
+// (AllowInsecureFallback), verifying clients against the bundle of its
+// caCertificateRefs (ConfigMaps or Secrets, ca.crt), which the generated
+// Gateway carries inline (model.GatewayClientCAAnnotationPrefix) into its
+// own proxies' listener; with no valid CA the listener is Accepted False,
+// NoValidCACertificate, and not served.
+// spec.tls.backend.clientCertificateRef is reported as a warning, not
+// served.
+//
+// status.supportedFeatures of every handled GatewayClass is
+// SupportedFeatures (features.go), the one list of the Gateway API
+// features Wayfinder implements, which the conformance run claims.
 //
 // # Refusals
 //
@@ -150,7 +258,8 @@
 //
 // ConvertWithStatus computes, from the decisions conversion took (record.go
 // collects them, status.go turns them into sigs.k8s.io/gateway-api types),
-// the status of every handled GatewayClass (Accepted), Gateway (Accepted,
+// the status of every handled GatewayClass (Accepted, supportedFeatures), ListenerSet of a
+// handled Gateway (see ListenerSets), Gateway (Accepted,
 // Programmed; per listener Accepted, ResolvedRefs, Programmed, Conflicted,
 // supportedKinds and attachedRoutes) and the parents entries of each route
 // for the parentRefs naming a handled Gateway (Accepted with
@@ -165,7 +274,8 @@
 // False, AddressNotAssigned. Its message starts with the controller name:
 // when a Gateway stops being ours (its class changed or was deleted), the
 // status writer recognises what it wrote and puts it back to Pending. A
-// Conflicted listener is reported but still served. The backends of a
+// Conflicted listener is reported but still served, except one of mixed
+// TLS termination, which is refused. The backends of a
 // route no listener accepted are resolved all the same, silently, for its
 // ResolvedRefs.
 //
@@ -179,7 +289,8 @@
 // serve the generated config to the push context:
 //
 //   - pilot/pkg/config/kube/gatewayapi (Kubernetes mode): a Controller
-//     reading the objects, Services and Namespaces from informers, the
+//     reading the objects, Services, Namespaces and ConfigMaps from
+//     informers, the Secrets from the SDS store's informer, the
 //     ServiceEntries from the Istio config store, and watching for Gateway
 //     API CRDs installed after start;
 //   - pilot/pkg/config/file/gatewayapi (file mode): a StaticSource over
@@ -197,6 +308,7 @@
 //
 // # Not yet
 //
+// Gateway spec.tls.backend.clientCertificateRef (see above).
 // Invalid backends among valid ones of TLSRoutes and TCPRoutes (their
 // weight goes to the others: a connection cannot be answered with a 500).
 // File mode has no Namespace objects: an allowedRoutes Selector sees no

@@ -41,8 +41,14 @@ func conformanceInput(t *testing.T, data []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Secrets the suite creates at run time, against which the
+	// listeners' certificateRefs resolve.
+	suiteSecrets, err := os.ReadFile(conformanceDir + "/suite-secrets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	docs := []string{"apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: wayfinder}\nspec: {controllerName: " + gatewayapi.ControllerName + "}\n"}
-	for _, src := range [][]byte{base, data} {
+	for _, src := range [][]byte{base, suiteSecrets, data} {
 		for _, doc := range documentSeparator.Split(string(src), -1) {
 			var head struct{ Kind string }
 			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {

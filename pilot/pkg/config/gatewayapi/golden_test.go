@@ -35,6 +35,7 @@ type input struct {
 	services   map[string]*corev1.Service
 	namespaces map[string]map[string]string
 	secrets    map[string]map[string][]byte
+	configMaps []*corev1.ConfigMap
 	// istio are Istio Gateways and VirtualServices of the input.
 	istio []config.Config
 }
@@ -44,6 +45,7 @@ var documentSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 func decode(t *testing.T, data []byte) input {
 	t.Helper()
 	in := input{services: map[string]*corev1.Service{}, namespaces: map[string]map[string]string{}, secrets: map[string]map[string][]byte{}}
+	secretObjs := map[string]*corev1.Secret{}
 	for i, doc := range documentSeparator.Split(string(data), -1) {
 		var head struct {
 			APIVersion string `json:"apiVersion"`
@@ -77,6 +79,16 @@ func decode(t *testing.T, data []byte) input {
 		case "gateway.networking.k8s.io/v1 ReferenceGrant":
 			o := &gw.ReferenceGrant{}
 			in.kube.ReferenceGrants, into = append(in.kube.ReferenceGrants, o), o
+		case "gateway.networking.k8s.io/v1 ListenerSet":
+			o := &gw.ListenerSet{}
+			in.kube.ListenerSets, into = append(in.kube.ListenerSets, o), o
+		case "gateway.networking.k8s.io/v1 BackendTLSPolicy":
+			o := &gw.BackendTLSPolicy{}
+			in.kube.BackendTLSPolicies, into = append(in.kube.BackendTLSPolicies, o), o
+		case "v1 ConfigMap":
+			o := &corev1.ConfigMap{}
+			in.configMaps = append(in.configMaps, o)
+			into = o
 		case "v1 Service":
 			into = &corev1.Service{}
 		case "v1 Namespace":
@@ -119,10 +131,28 @@ func decode(t *testing.T, data []byte) input {
 				data[k] = []byte(v)
 			}
 			in.secrets[o.Namespace+"/"+o.Name] = data
+			sec := o.DeepCopy()
+			sec.Data, sec.StringData = data, nil
+			secretObjs[o.Namespace+"/"+o.Name] = sec
 		}
 	}
 	in.kube.Services = func(ns, name string) *corev1.Service { return in.services[ns+"/"+name] }
+	// certificateRefs are resolved against the input's Secrets, as the
+	// Kubernetes source resolves them against its informer's.
+	in.kube.Secrets = func(ns, name string) *corev1.Secret { return secretObjs[ns+"/"+name] }
 	in.kube.Namespaces = func(name string) map[string]string { return in.namespaces[name] }
+	if len(in.configMaps) > 0 {
+		// The input's ConfigMaps (BackendTLSPolicy CAs); without any, no
+		// lookup, as in file mode.
+		in.kube.ConfigMaps = func(ns, name string) *corev1.ConfigMap {
+			for _, cm := range in.configMaps {
+				if cm.Namespace == ns && cm.Name == name {
+					return cm
+				}
+			}
+			return nil
+		}
+	}
 	in.kube.NamespaceNames = func() []string { return slices.Sorted(maps.Keys(in.namespaces)) }
 	return in
 }
@@ -192,12 +222,18 @@ func produce(t *testing.T, file string, data []byte) []byte {
 	}
 	var b bytes.Buffer
 	golden.WriteYAML(t, &b, "configs", renderConfigs(t, cfgs))
-	if strings.Contains(file, "stream") {
-		// TLS and TCP routes live in the listeners.
+	if strings.Contains(file, "stream") || strings.Contains(file, "policies") || strings.Contains(file, "frontend") {
+		// TLS and TCP routes live in the listeners; so does the stateful
+		// session filter of sessionPersistence, and the CA verifying
+		// client certificates (frontend-tls).
 		golden.Section(t, &b, "listeners", res.Listeners)
 	}
 	golden.Section(t, &b, "routes", res.Routes)
-	if strings.Contains(file, "tls") {
+	if strings.Contains(file, "backendtls") {
+		// Upstream TLS lives in the clusters (backendtls_test.go).
+		b.Write(backendTLSClusters(t, push))
+	}
+	if strings.Contains(file, "tls") || strings.Contains(file, "listenerset") {
 		// Which Secrets the proxy is sent (names only: no key material).
 		names := []string{}
 		for _, s := range res.Secrets {

@@ -9,6 +9,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
 	"github.com/wayfinder-dev/wayfinder/pkg/config/schema"
 )
 
@@ -33,6 +34,12 @@ func (c *converter) grpcRoute(order int, r *gw.GRPCRoute) {
 		if !ok {
 			continue
 		}
+		var session *model.GatewayAPISession
+		if base.DirectResponse == nil {
+			// As for an HTTPRoute rule (session.go).
+			session = c.sessionPersistence(src, fmt.Sprintf("%s/%s/grpc/rules/%d", r.Namespace, r.Name, i), rule.SessionPersistence,
+				len(base.Route), field+".sessionPersistence")
+		}
 		matches := rule.Matches
 		if len(matches) == 0 {
 			matches = []gw.GRPCRouteMatch{{}}
@@ -53,7 +60,7 @@ func (c *converter) grpcRoute(order int, r *gw.GRPCRoute) {
 				c.errorf(src, fmt.Sprintf("%s.matches[%d]", field, j), "%v; match skipped", err)
 				continue
 			}
-			routes = append(routes, &sortedRoute{key: key, route: hr})
+			routes = append(routes, &sortedRoute{key: key, route: hr, session: session})
 		}
 	}
 	for _, a := range atts {

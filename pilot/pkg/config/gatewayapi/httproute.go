@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -36,6 +35,13 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 		if !ok {
 			continue
 		}
+		var session *model.GatewayAPISession
+		if base.Redirect == nil && base.DirectResponse == nil {
+			session = c.sessionPersistence(src, fmt.Sprintf("%s/%s/rules/%d", r.Namespace, r.Name, i), rule.SessionPersistence,
+				len(base.Route), field+".sessionPersistence")
+		} else if rule.SessionPersistence != nil {
+			c.warnf(src, field+".sessionPersistence", "ignored: the rule forwards to no backend")
+		}
 		matches := rule.Matches
 		if len(matches) == 0 {
 			matches = []gw.HTTPRouteMatch{{}}
@@ -57,7 +63,7 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 					c.errorf(src, mf, "%v; match skipped", err)
 					continue
 				}
-				routes = append(routes, &sortedRoute{key: mi.key, route: hr})
+				routes = append(routes, &sortedRoute{key: mi.key, route: hr, session: session})
 				continue
 			}
 			// A prefix replacement rewrites "/foo" and "/foo/..." differently.
@@ -73,7 +79,7 @@ func (c *converter) httpRoute(order int, r *gw.HTTPRoute) {
 					c.errorf(src, mf, "%v; match skipped", err)
 					break
 				}
-				routes = append(routes, &sortedRoute{key: mi.key, route: hr})
+				routes = append(routes, &sortedRoute{key: mi.key, route: hr, session: session})
 			}
 		}
 	}
@@ -116,6 +122,8 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 			if m := c.mirror(src, r.Namespace, f.RequestMirror, ff+".requestMirror"); m != nil {
 				out.Mirrors = append(out.Mirrors, m)
 			}
+		case gw.HTTPRouteFilterCORS:
+			out.CorsPolicy = c.cors(src, f.CORS, ff+".cors")
 		default:
 			c.errorf(src, ff+".type", "filter %q is not supported; rule skipped", f.Type)
 			return nil, false
@@ -132,24 +140,8 @@ func (c *converter) ruleAction(r *gw.HTTPRoute, rule gw.HTTPRouteRule, field str
 		}
 		c.routeTo(out, src, r.Namespace, refs, field)
 	}
-	if t := rule.Timeouts; t != nil && t.Request != nil {
-		d, err := parseDuration(string(*t.Request))
-		if err != nil {
-			c.errorf(src, field+".timeouts.request", "%v; ignored", err)
-		} else if d > 0 {
-			out.Timeout = durationpb.New(d)
-		}
-	}
-	// Fields not served yet are said, never silently dropped.
-	if t := rule.Timeouts; t != nil && t.BackendRequest != nil {
-		c.warnf(src, field+".timeouts.backendRequest", "not served yet; ignored")
-	}
-	if rule.Retry != nil {
-		c.warnf(src, field+".retry", "not served yet; the default retry policy applies")
-	}
-	if rule.SessionPersistence != nil {
-		c.warnf(src, field+".sessionPersistence", "not served yet; ignored")
-	}
+	out.Retries = c.retries(src, rule.Retry, field+".retry")
+	c.timeouts(src, rule.Timeouts, out, field+".timeouts")
 	return out, true
 }
 

@@ -22,6 +22,15 @@ type recorder struct {
 	// secrets are the Secrets of other namespaces listeners use by a
 	// ReferenceGrant.
 	secrets SecretGrants
+	// referenced are the Secrets and ConfigMaps looked up (referenced.go).
+	referenced Referenced
+	// rejected are the handled Gateways not accepted as a whole, by
+	// "namespace/name" (params.go).
+	rejected map[string]*cond
+	// btls are the BackendTLSPolicies' outcomes (backendtls.go).
+	btls map[string]*btlsRec // by "namespace/name"
+	// sets are the ListenerSets' outcomes (listenerset.go).
+	sets setRecords
 }
 
 // cond is a condition's outcome: a reason and a message.

@@ -44,7 +44,7 @@ spec:
   from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: edge-ns}]
   to: [{group: "", kind: Secret}]
 `
-	granted := gatewayapi.ConvertWithStatus(decode(t, []byte(base+grant)).kube, gatewayapi.Options{}, goldenNow).SecretGrants
+	granted := gatewayapi.ConvertWithStatus(everySecretServes(t, decode(t, []byte(base+grant)).kube), gatewayapi.Options{}, goldenNow).SecretGrants
 	generated := config.Key{Kind: schema.Gateway, Namespace: "edge-ns", Name: gatewayapi.IstioGatewayName("edge", "https")}
 	other := config.Key{Kind: schema.Gateway, Namespace: "edge-ns", Name: "other"}
 	cases := []struct {
@@ -68,14 +68,14 @@ spec:
 	if _, ok := granted.GeneratedGateway(generated, "kube://edge-ns/"+generated.Name); ok {
 		t.Error("an Istio Gateway named like the generated one passes for it")
 	}
-	deployed := gatewayapi.ConvertWithStatus(decode(t, []byte(base+grant)).kube, gatewayapi.Options{DeploysProxies: true}, goldenNow).SecretGrants
+	deployed := gatewayapi.ConvertWithStatus(everySecretServes(t, decode(t, []byte(base+grant)).kube), gatewayapi.Options{DeploysProxies: true}, goldenNow).SecretGrants
 	if sa, ok := deployed.GeneratedGateway(generated, "Gateway edge-ns/edge"); !ok || sa != "edge-wayfinder" {
 		t.Errorf("deploying: generated %v, ServiceAccount %q, want the deployer's edge-wayfinder", ok, sa)
 	}
 	if granted.Len() != 1 {
 		t.Errorf("%d pairs allowed, want 1", granted.Len())
 	}
-	res := gatewayapi.ConvertWithStatus(decode(t, []byte(base)).kube, gatewayapi.Options{}, goldenNow)
+	res := gatewayapi.ConvertWithStatus(everySecretServes(t, decode(t, []byte(base)).kube), gatewayapi.Options{}, goldenNow)
 	if res.SecretGrants.GatewayMayUse(generated, model.SecretRef{Namespace: "certs", Name: "used"}) || res.SecretGrants.Len() != 0 {
 		t.Error("without a grant the referenced Secret is allowed")
 	}

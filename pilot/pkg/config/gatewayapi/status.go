@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -29,6 +30,12 @@ type Status struct {
 	GatewayClasses map[string]gw.GatewayClassStatus
 	Gateways       map[types.NamespacedName]gw.GatewayStatus
 	Routes         map[RouteKey][]gw.RouteParentStatus
+	// BackendTLSPolicies: every policy, with Wayfinder's ancestors
+	// (backendtls_status.go).
+	BackendTLSPolicies map[types.NamespacedName]gw.PolicyStatus
+	// ListenerSets whose parentRef names a handled Gateway
+	// (listenerset_status.go).
+	ListenerSets map[types.NamespacedName]gw.ListenerSetStatus
 }
 
 // Result is a conversion together with the status it implies.
@@ -39,6 +46,8 @@ type Result struct {
 	// SecretGrants authorize the kubernetes-gateway:// Secrets of other
 	// namespaces that Configs name.
 	SecretGrants SecretGrants
+	// Referenced are the Secrets and ConfigMaps conversion looked up.
+	Referenced Referenced
 }
 
 // ConvertWithStatus converts like Convert and computes the status of every
@@ -59,7 +68,7 @@ func ConvertWithStatus(in Input, opts Options, now time.Time) Result {
 		st.GatewayClasses[gc.Name] = gw.GatewayClassStatus{Conditions: []metav1.Condition{
 			condition(string(gw.GatewayClassConditionStatusAccepted), true, string(gw.GatewayClassReasonAccepted),
 				"handled by "+opts.ControllerName, gc.Generation, t),
-		}}
+		}, SupportedFeatures: supportedFeatures()}
 	}
 	for _, g := range in.Gateways {
 		if !rec.handled[g.Namespace+"/"+g.Name] {
@@ -79,7 +88,9 @@ func ConvertWithStatus(in Input, opts Options, now time.Time) Result {
 	routes(schema.GRPCRouteKind.Name, objects(in.GRPCRoutes))
 	routes(schema.TLSRouteKind.Name, objects(in.TLSRoutes))
 	routes(schema.TCPRouteKind.Name, objects(in.TCPRoutes))
-	return Result{Configs: cfgs, Errors: errs, Status: st, SecretGrants: rec.secrets}
+	st.BackendTLSPolicies = backendTLSStatus(in, rec, opts.ControllerName, t)
+	listenerSetStatus(&st, rec, opts.ControllerName, t)
+	return Result{Configs: cfgs, Errors: errs, Status: st, SecretGrants: rec.secrets, Referenced: rec.referenced}
 }
 
 func objects[T metav1.Object](in []T) []metav1.Object {
@@ -107,6 +118,8 @@ func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time, addrs []gw.Gatew
 	gen := g.Generation
 	recs := rec.listeners[g.Namespace+"/"+g.Name]
 	conflicts := listenerConflicts(g.Spec.Listeners)
+	mixedConflicts := mixedTermination(g.Spec.Listeners)
+	maps.Copy(conflicts, mixedConflicts)
 	var out gw.GatewayStatus
 	var accepted, programmed int
 	for _, l := range g.Spec.Listeners {
@@ -115,6 +128,11 @@ func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time, addrs []gw.Gatew
 			r = &listenerRec{}
 		}
 		ls := gw.ListenerStatus{Name: l.Name, AttachedRoutes: r.attached, SupportedKinds: supportedKinds(l)}
+		if _, mixed := mixedConflicts[l.Name]; mixed {
+			// Refused for mixed termination, it takes no kind of route
+			// (TLSRouteListenerMixedTerminationNotSupported).
+			ls.SupportedKinds = nil
+		}
 		acc := r.accepted
 		if acc == nil {
 			accepted++
@@ -145,7 +163,9 @@ func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time, addrs []gw.Gatew
 		out.Listeners = append(out.Listeners, ls)
 	}
 	n := len(g.Spec.Listeners)
-	switch {
+	switch rej := rec.rejected[g.Namespace+"/"+g.Name]; {
+	case rej != nil:
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionAccepted), false, rej.reason, rej.message, gen, t))
 	case accepted == n:
 		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionAccepted), true, string(gw.GatewayReasonAccepted), "", gen, t))
 	case accepted > 0:
@@ -153,6 +173,10 @@ func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time, addrs []gw.Gatew
 			fmt.Sprintf("%d of %d listeners are not accepted", n-accepted, n), gen, t))
 	default:
 		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionAccepted), false, string(gw.GatewayReasonListenersNotValid), "no listener is accepted", gen, t))
+	}
+	if c := insecureFrontendValidation(g); c != nil {
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionInsecureFrontendValidationMode), true,
+			string(gw.GatewayReasonConfigurationChanged), c.message, gen, t))
 	}
 	served := "listeners served to the proxies labelled " + GatewayNameLabel + "=" + g.Name
 	if programmed < n {

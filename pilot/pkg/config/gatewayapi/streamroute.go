@@ -29,7 +29,7 @@ func (c *converter) streamRoutes(tls []*gw.TLSRoute, tcp []*gw.TCPRoute) []confi
 	names := map[string]bool{}
 	add := func(kind string, r metav1.Object, a attachment, vs *networking.VirtualService) {
 		g := a.listener.gateway
-		name := generatedName(g.Name + "-" + string(a.listener.spec.Name) + "-" + r.GetNamespace() + "-" + r.GetName() + "-" + NameSuffix)
+		name := generatedName(a.listener.nameBase() + "-" + r.GetNamespace() + "-" + r.GetName() + "-" + NameSuffix)
 		if names[g.Namespace+"/"+name] {
 			sum := sha256.Sum256([]byte(kind + "/" + r.GetNamespace() + "/" + r.GetName()))
 			name += "-" + hex.EncodeToString(sum[:4])

@@ -19,6 +19,9 @@ import (
 type sortedRoute struct {
 	key   precedence
 	route *networking.HTTPRoute
+	// session is the route's session persistence (session.go), carried
+	// on its VirtualService as model.GatewayAPISessionsAnnotation.
+	session *model.GatewayAPISession
 }
 
 // hostKey is one hostname of one listener: one VirtualService.
@@ -66,22 +69,27 @@ func (c *converter) virtualServices() []config.Config {
 	for _, k := range keys {
 		e := c.hosts[k]
 		vs := &networking.VirtualService{Hosts: []string{k.host}, Gateways: []string{k.istioGateway}}
-		for _, r := range c.hostRoutes(k, wildcards[k.istioGateway]) {
+		sorted := c.hostRoutes(k, wildcards[k.istioGateway])
+		for _, r := range sorted {
 			vs.Http = append(vs.Http, proto.Clone(r.route).(*networking.HTTPRoute))
 		}
 		g := e.listener.gateway
-		name := generatedName(g.Name + "-" + string(e.listener.spec.Name) + "-" + hostLabel(k.host) + "-" + NameSuffix)
+		name := generatedName(e.listener.nameBase() + "-" + hostLabel(k.host) + "-" + NameSuffix)
 		if names[g.Namespace+"/"+name] {
 			// "a-b.com" and "a.b.com" read the same once dots are dashes.
 			sum := sha256.Sum256([]byte(k.host))
 			name += "-" + hex.EncodeToString(sum[:4])
 		}
 		names[g.Namespace+"/"+name] = true
+		annotations := map[string]string{model.GatewayAPIRoutesAnnotation: "true"}
+		if s := sessionsAnnotation(sorted); s != "" {
+			annotations[model.GatewayAPISessionsAnnotation] = s
+		}
 		out = append(out, config.Config{
 			Meta: config.Meta{Kind: schema.VirtualService, Namespace: g.Namespace, Name: name,
 				// Its routes' statistics are named after the Gateway API
 				// routes they came from (route names), not after it.
-				Annotations:       map[string]string{model.GatewayAPIRoutesAnnotation: "true"},
+				Annotations:       annotations,
 				CreationTimestamp: g.CreationTimestamp.Time, Source: Source("Gateway", g)},
 			Spec: vs,
 		})

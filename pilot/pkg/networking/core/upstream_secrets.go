@@ -121,6 +121,11 @@ func upstreamCredentials(push *model.PushContext) (map[string]*upstreamCredentia
 				if name == "" || (mode != networking.ClientTLSSettings_SIMPLE && mode != networking.ClientTLSSettings_MUTUAL) {
 					return
 				}
+				if model.IsBackendTLSCredential(name) {
+					// A BackendTLSPolicy's CA, in the cluster itself
+					// (cluster.backendTLSCA): no Secret to serve.
+					return
+				}
 				cred, err := model.ParseCredentialName(name)
 				if err != nil {
 					errs = append(errs, &config.Error{Source: dr.Source, Key: dr.Key(), Field: f + ".credentialName", Message: err.Error()})

@@ -20,7 +20,7 @@ var ALPNProtocols = []string{"h2", "http/1.1"}
 
 // httpsFilterChain is one server's chain: match its SNI names, terminate
 // TLS with its certificate, and route with its own route configuration.
-func httpsFilterChain(port uint32, s model.HTTPSServer, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity) (*listenerv3.FilterChain, error) {
+func httpsFilterChain(port uint32, s model.HTTPSServer, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity, sessions bool) (*listenerv3.FilterChain, error) {
 	tlsCtx, err := downstreamTLS(s.GatewayServer, s.Credential)
 	if err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func httpsFilterChain(port uint32, s model.HTTPSServer, topo model.GatewayTopolo
 	if err := tlsCtx.ValidateAll(); err != nil {
 		return nil, err
 	}
-	cm := connectionManager(port, s.RouteName, topo, tel, sec)
+	cm := connectionManager(port, s.RouteName, topo, tel, sec, sessions)
 	if err := cm.ValidateAll(); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/model"
+	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/route"
 	"github.com/wayfinder-dev/wayfinder/pilot/pkg/networking/telemetry"
 	"github.com/wayfinder-dev/wayfinder/pkg/config"
 )
@@ -44,6 +45,8 @@ import (
 // HTTPFilterNames are the HTTP filters of every gateway listener, in order.
 // Routes configure fault injection and CORS per route through
 // typed_per_filter_config under the first two names; the router comes last.
+// Where a Gateway API route has sessionPersistence, the stateful session
+// filter goes before the router (sessions.go).
 var HTTPFilterNames = []string{wellknown.Fault, wellknown.CORS, wellknown.Router}
 
 // BuildGatewayListeners returns one listener per port of mg, sorted by
@@ -65,7 +68,7 @@ func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]
 	errs = append(errs, tel.GetProblems()...)
 	errs = append(errs, push.GatewaySecurity().GetProblems()...)
 	for _, port := range mg.HTTPPorts {
-		l, err := buildListener(port, topo, tel, push.GatewaySecurity())
+		l, err := buildListener(port, topo, tel, push.GatewaySecurity(), usesSessions(push, mg.HTTPServers[port]))
 		if err == nil {
 			err = l.ValidateAll()
 		}
@@ -96,10 +99,10 @@ func BuildGatewayListeners(push *model.PushContext, mg *model.MergedGateway) ([]
 	return out, errs
 }
 
-func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity) (*listenerv3.Listener, error) {
+func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity, sessions bool) (*listenerv3.Listener, error) {
 	// Validation of the listener does not look inside Any fields, so the
 	// connection manager is checked on its own.
-	cm := connectionManager(port, model.RouteName(port), topo, tel, sec)
+	cm := connectionManager(port, model.RouteName(port), topo, tel, sec, sessions)
 	if err := cm.ValidateAll(); err != nil {
 		return nil, err
 	}
@@ -120,13 +123,14 @@ func buildListener(port uint32, topo model.GatewayTopology, tel *model.GatewayTe
 // and certificate handling of topo and the access logging and tracing of
 // tel (nil: none), without authentication or authorization filters.
 func ConnectionManager(port uint32, topo model.GatewayTopology, tel *model.GatewayTelemetry) *hcmv3.HttpConnectionManager {
-	return connectionManager(port, model.RouteName(port), topo, tel, nil)
+	return connectionManager(port, model.RouteName(port), topo, tel, nil, false)
 }
 
 // connectionManager is the gateway connection manager on port fetching
 // route configuration routeName, for proxies of topology topo and
-// telemetry tel.
-func connectionManager(port uint32, routeName string, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity) *hcmv3.HttpConnectionManager {
+// telemetry tel; with the stateful session filter when its routes have
+// sessions.
+func connectionManager(port uint32, routeName string, topo model.GatewayTopology, tel *model.GatewayTelemetry, sec *model.GatewaySecurity, sessions bool) *hcmv3.HttpConnectionManager {
 	// istiod's buildHTTPConnectionManager: the CUSTOM authorization, JWT
 	// authentication and RBAC filters come first, then fault, CORS and
 	// the router.
@@ -134,7 +138,10 @@ func connectionManager(port uint32, routeName string, topo model.GatewayTopology
 	for _, f := range []struct {
 		name string
 		cfg  proto.Message
-	}{{wellknown.Fault, &faultv3.HTTPFault{}}, {wellknown.CORS, &corsv3.Cors{}}, {wellknown.Router, &routerv3.Router{}}} {
+	}{{wellknown.Fault, &faultv3.HTTPFault{}}, {wellknown.CORS, &corsv3.Cors{}}, {route.StatefulSessionFilterName, emptyStatefulSession}, {wellknown.Router, &routerv3.Router{}}} {
+		if f.name == route.StatefulSessionFilterName && !sessions {
+			continue
+		}
 		a, _ := anypb.New(f.cfg) // empty well-known messages always encode
 		filters = append(filters, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}})
 	}

@@ -15,6 +15,9 @@ import (
 //     over SDS as the validation context "CREDENTIAL-cacert"; the names,
 //     SPKI pins and hashes to check stay in the static default context the
 //     SDS one is combined with.
+//   - MUTUAL and OPTIONAL_MUTUAL with a CA carried inline by a Gateway
+//     generated from the Gateway API (GatewayServer.ClientCA): that CA,
+//     in the listener.
 //   - MUTUAL and OPTIONAL_MUTUAL with files: the CA (caCertificates) and
 //     CRL (caCrl) are read by the proxy from its files.
 //   - SIMPLE asks for no certificate; subjectAltNames, SPKI pins and hashes
@@ -34,6 +37,11 @@ func applyClientValidation(common *tlsv3.CommonTlsContext, s model.GatewayServer
 		checks.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
 	}
 	switch {
+	case s.Mutual() && s.ClientCA != "":
+		// The Gateway API's client certificate validation: the CA
+		// bundle carried by the generated Gateway, inline.
+		checks.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: s.ClientCA}}
+		common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: checks}
 	case s.Mutual() && !credential.IsZero():
 		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{

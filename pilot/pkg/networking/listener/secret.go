@@ -102,7 +102,9 @@ func (b *secretBuilder) usable(s model.GatewayServer, c model.Credential) bool {
 	if !b.check(s, c.ResourceName, b.verdict(s, c.ResourceName, c, b.loadCert), false) {
 		return false
 	}
-	if !s.Mutual() {
+	if !s.Mutual() || s.ClientCA != "" {
+		// A CA carried inline (model.GatewayClientCAAnnotationPrefix)
+		// is in the listener itself: no SDS resource.
 		return true
 	}
 	return b.check(s, c.CAResourceName(), b.verdict(s, c.CAResourceName(), c, b.loadCA), true)

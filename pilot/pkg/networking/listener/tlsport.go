@@ -57,7 +57,7 @@ func buildTLSPortListener(push *model.PushContext, port uint32, https []model.HT
 	var servers []model.GatewayServer
 	for _, s := range https {
 		servers = append(servers, s.GatewayServer)
-		fc, err := httpsFilterChain(port, s, topo, tel, push.GatewaySecurity())
+		fc, err := httpsFilterChain(port, s, topo, tel, push.GatewaySecurity(), usesSessions(push, []model.GatewayServer{s.GatewayServer}))
 		if err != nil {
 			errs.add(&config.Error{Source: s.Source, Key: s.Gateway, Field: s.Field(""),
 				Message: fmt.Sprintf("filter chain for server %s on listener %s would be rejected by Envoy and is not built: %v", s.Server.GetPort().GetName(), model.ListenerName(port), err)})

@@ -38,6 +38,9 @@ type routeContext struct {
 	// deps, when set, collects the destination hosts looked up in push
 	// (what a cached translation depends on besides the VirtualService).
 	deps *[]string
+	// sessions are the VirtualService's routes' sessions, by route name
+	// (model.GatewayAPISessionsAnnotation).
+	sessions map[string]model.GatewayAPISession
 }
 
 // translateAction builds everything of an Envoy route but its match:
@@ -75,6 +78,16 @@ func translateAction(ctx routeContext, in *networking.HTTPRoute, field string, p
 	}
 	if in.GetCorsPolicy() != nil {
 		setFilterConfig(out, CORSFilterName, translateCORS(in.GetCorsPolicy(), field+".corsPolicy", p), field+".corsPolicy", p)
+	}
+	if ctx.sessions != nil {
+		if s, ok := ctx.sessions[in.GetName()]; ok && out.GetRoute() != nil {
+			ss, err := statefulSession(s)
+			if err != nil {
+				p.errorf(field, "session persistence: %v", err)
+			} else {
+				setFilterConfig(out, StatefulSessionFilterName, ss, field, p)
+			}
+		}
 	}
 	if p.fatal {
 		return nil

@@ -81,6 +81,9 @@ type cacheKey struct {
 	// model.GatewayAPIRoutesAnnotation, which names its routes' statistics
 	// and is not part of the spec.
 	gatewayAPI bool
+	// sessions is its model.GatewayAPISessionsAnnotation, also outside
+	// the spec.
+	sessions string
 }
 
 type cacheEntry struct {
@@ -159,7 +162,7 @@ func (c *Cache) routes(ctx routeContext, gatewayKey string, r *reporter) []built
 		return buildVirtualServiceRoutes(ctx, gatewayKey, r)
 	}
 	key := cacheKey{view: ctx.push.View(), vs: ctx.vs.Key(), source: ctx.vs.Source, gateway: gatewayKey, port: ctx.port, tls: ctx.tls,
-		gatewayAPI: ctx.vs.Annotations[model.GatewayAPIRoutesAnnotation] != ""}
+		gatewayAPI: ctx.vs.Annotations[model.GatewayAPIRoutesAnnotation] != "", sessions: ctx.vs.Annotations[model.GatewayAPISessionsAnnotation]}
 	c.mu.Lock()
 	c.turn(ctx.push.Base())
 	spec := c.specHash(ctx.vs.Spec)

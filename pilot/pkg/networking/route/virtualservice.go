@@ -30,6 +30,11 @@ func buildVirtualServiceRoutes(ctx routeContext, gatewayKey string, r *reporter)
 	if !ok {
 		return nil
 	}
+	sessions, err := model.GatewayAPISessions(ctx.vs.Annotations)
+	if err != nil {
+		r.errorf(ctx.vs, "metadata.annotations", "%v; sessions not served", err)
+	}
+	ctx.sessions = sessions
 	var out []builtRoute
 	for i, http := range spec.GetHttp() {
 		field := fmt.Sprintf("spec.http[%d]", i)

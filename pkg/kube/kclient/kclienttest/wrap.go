@@ -221,3 +221,11 @@ func (c gatewayV1) TCPRoutes(ns string) kclient.StatusResource[*gatewayv1.TCPRou
 func (c gatewayV1) ReferenceGrants(ns string) kclient.Resource[*gatewayv1.ReferenceGrant, *gatewayv1.ReferenceGrantList] {
 	return c.cs.GatewayV1().ReferenceGrants(ns)
 }
+
+func (c gatewayV1) ListenerSets(ns string) kclient.StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList] {
+	return c.cs.GatewayV1().ListenerSets(ns)
+}
+
+func (c gatewayV1) BackendTLSPolicies(ns string) kclient.StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList] {
+	return c.cs.GatewayV1().BackendTLSPolicies(ns)
+}

@@ -43,6 +43,14 @@ type ControllerOptions struct {
 	// ServiceEntriesSynced, when set, is closed once ServiceEntries lists
 	// the store's first full load; the first conversion waits for it.
 	ServiceEntriesSynced <-chan struct{}
+	// Secrets, when set, looks up a Secret in the control plane's Secret
+	// informer (the SDS store's), against which listeners'
+	// certificateRefs are resolved; its owner calls SecretChanged on each
+	// change (refs.go). Nil checks no certificate.
+	Secrets func(namespace, name string) *corev1.Secret
+	// SecretsSynced, when set, blocks until Secrets lists every Secret
+	// (or ctx ends); the first conversion waits for it.
+	SecretsSynced func(ctx context.Context) bool
 	// Namespaces limits the watch of namespaced kinds; empty is all.
 	Namespaces []string
 	// Queue carries events to handlers: the control plane's shared queue,
@@ -60,13 +68,13 @@ type ControllerOptions struct {
 }
 
 // Controller is a Kubernetes config source: it watches GatewayClasses,
-// Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes and
-// ReferenceGrants (those whose CRD is installed), the Services backends
-// name, and the Namespaces allowedRoutes selectors read, converts
+// Gateways, ListenerSets, HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes,
+// ReferenceGrants and BackendTLSPolicies (those whose CRD is installed), the Services
+// backends name, and the Namespaces allowedRoutes selectors read, converts
 // everything (gatewayapi.ConvertWithStatus) on every change, and tells
-// registered handlers which generated Gateways and VirtualServices were
-// added, updated or deleted, through the shared queue like every other
-// source.
+// registered handlers which generated Gateways, VirtualServices and
+// DestinationRules were added, updated or deleted, through the shared
+// queue like every other source.
 //
 // Which kinds are served is discovered when Run starts: a kind whose CRD
 // is not installed is skipped with one log line and never holds back
@@ -86,6 +94,12 @@ type Controller struct {
 	status gatewayapi.Status
 	// secretGrants are the last conversion's (guarded by mu).
 	secretGrants gatewayapi.SecretGrants
+	// referenced are the Secrets and ConfigMaps the last conversion
+	// looked up (guarded by mu; refs.go).
+	referenced gatewayapi.Referenced
+	// after holds the first conversion until the references synced
+	// (waitForReferences).
+	after chan struct{}
 }
 
 // lists reads the informers' caches; a nil func is a kind not watched.
@@ -97,8 +111,12 @@ type lists struct {
 	tlsRoutes  []func() ([]*gw.TLSRoute, error)
 	tcpRoutes  []func() ([]*gw.TCPRoute, error)
 	grants     []func() ([]*gw.ReferenceGrant, error)
-	services   map[string]listerscorev1.ServiceLister // by namespace; "" for all
-	namespaces listerscorev1.NamespaceLister
+	backendTLS []func() ([]*gw.BackendTLSPolicy, error)
+	// listenerSets (listenerset.go).
+	listenerSets []func() ([]*gw.ListenerSet, error)
+	services     map[string]listerscorev1.ServiceLister // by namespace; "" for all
+	namespaces   listerscorev1.NamespaceLister
+	configMaps   map[string]listerscorev1.ConfigMapLister // by namespace; "" for all (refs.go)
 }
 
 var (
@@ -115,11 +133,11 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Controller{opts: opts, log: opts.Logger.With("source", "gateway-api")}
+	c := &Controller{opts: opts, log: opts.Logger.With("source", "gateway-api"), after: make(chan struct{})}
 	var err error
 	c.Source, err = generated.NewSource(generated.SourceOptions{
 		Name: "Gateway API", ErrPrefix: "gateway", Queue: opts.Queue, Convert: c.convert, Clock: opts.Clock, Logger: c.log,
-		After: opts.ServiceEntriesSynced,
+		After: c.after,
 	})
 	if err != nil {
 		return nil, err
@@ -213,7 +231,9 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 	useClasses, useGateways, useGrants := want(cfgschema.GatewayClassKind), want(cfgschema.GatewayKind), want(cfgschema.ReferenceGrantKind)
 	useRoutes, useGRPC := want(cfgschema.HTTPRouteKind), want(cfgschema.GRPCRouteKind)
 	useTLS, useTCP := want(cfgschema.TLSRouteKind), want(cfgschema.TCPRouteKind)
-	if !useClasses && !useGateways && !useGrants && !useRoutes && !useGRPC && !useTLS && !useTCP {
+	useBackendTLS := want(cfgschema.BackendTLSPolicyKind)
+	useSets := want(cfgschema.ListenerSetKind)
+	if !useClasses && !useGateways && !useGrants && !useRoutes && !useGRPC && !useTLS && !useTCP && !useBackendTLS && !useSets {
 		return nil, nil
 	}
 	c.mu.RLock()
@@ -272,12 +292,25 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 				return nil, err
 			}
 		}
+		if useBackendTLS {
+			if err := c.watchBackendTLS(f, ns, &l, specChanged); err != nil {
+				return nil, err
+			}
+		}
+		if useSets {
+			if err := c.watchListenerSets(f, ns, &l, specChanged); err != nil {
+				return nil, err
+			}
+		}
 		if base {
 			kf := kclient.NewKubeFactory(c.opts.Kube, 0, ns, nil)
 			factories = append(factories, kf)
 			svc := kf.Services()
 			l.services[ns] = svc.Lister()
 			if err := c.Watch("Services in "+generated.NamespaceName(ns), svc.Informer(), services); err != nil {
+				return nil, err
+			}
+			if err := c.watchConfigMaps(kf, ns, &l); err != nil {
 				return nil, err
 			}
 		}
@@ -303,7 +336,8 @@ func (c *Controller) watch(served map[string]bool, initial bool) ([]generated.Fa
 	}
 	for r, ok := range map[string]bool{cfgschema.GatewayClassKind.Plural: useClasses, cfgschema.GatewayKind.Plural: useGateways,
 		cfgschema.ReferenceGrantKind.Plural: useGrants, cfgschema.HTTPRouteKind.Plural: useRoutes,
-		cfgschema.GRPCRouteKind.Plural: useGRPC, cfgschema.TLSRouteKind.Plural: useTLS, cfgschema.TCPRouteKind.Plural: useTCP} {
+		cfgschema.GRPCRouteKind.Plural: useGRPC, cfgschema.TLSRouteKind.Plural: useTLS, cfgschema.TCPRouteKind.Plural: useTCP,
+		cfgschema.BackendTLSPolicyKind.Plural: useBackendTLS, cfgschema.ListenerSetKind.Plural: useSets} {
 		if ok {
 			c.watched[r] = true
 		}
@@ -344,6 +378,12 @@ func (c *Controller) input() (gatewayapi.Input, error) {
 	if in.ReferenceGrants, err = listAll(l.grants); err != nil {
 		return in, err
 	}
+	if in.BackendTLSPolicies, err = listAll(l.backendTLS); err != nil {
+		return in, err
+	}
+	if in.ListenerSets, err = listAll(l.listenerSets); err != nil {
+		return in, err
+	}
 	if c.opts.ServiceEntries != nil {
 		in.ServiceEntries = c.opts.ServiceEntries()
 	}
@@ -361,6 +401,7 @@ func (c *Controller) input() (gatewayapi.Input, error) {
 		}
 		return s
 	}
+	in.Secrets, in.ConfigMaps = c.opts.Secrets, configMapLookup(l)
 	in.Namespaces = func(name string) map[string]string {
 		if l.namespaces == nil {
 			return nil
@@ -416,6 +457,7 @@ func (c *Controller) convert() ([]config.Config, []*config.Error, error) {
 	c.mu.Lock()
 	c.status = res.Status
 	c.secretGrants = res.SecretGrants
+	c.referenced = res.Referenced
 	c.mu.Unlock()
 	for _, e := range errs {
 		c.log.Warn("Gateway API object not fully converted", "error", e.Error())
@@ -453,6 +495,7 @@ func (c *Controller) Run(ctx context.Context) {
 		c.log.Error("Gateway API not watched", "error", err)
 	}
 	late := c.watchCRDs(ctx)
+	go c.waitForReferences(ctx)
 	c.Source.Run(ctx, factories)
 	late.wait()
 }

@@ -1,10 +1,11 @@
 // Package gatewayapi is the Kubernetes source of the Gateway API: its
-// Controller watches GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes,
-// TLSRoutes, TCPRoutes and ReferenceGrants, the Services their backends
-// and addresses name and the Namespaces allowedRoutes selectors read,
-// runs the pure conversion of package pilot/pkg/config/gatewayapi on
-// every change (through the shared queue, like every other source), and
-// serves the generated Istio Gateways and VirtualServices as a
+// Controller watches GatewayClasses, Gateways, ListenerSets
+// (listenerset.go), HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes,
+// ReferenceGrants and BackendTLSPolicies (backendtls.go), the Services their backends and addresses name and the
+// Namespaces allowedRoutes selectors read, runs the pure conversion of
+// package pilot/pkg/config/gatewayapi on every change (through the shared
+// queue, like every other source), and serves the generated Istio
+// Gateways, VirtualServices and DestinationRules as a
 // model.ConfigStoreController.
 //
 // Which kinds are served is asked of discovery at start and again whenever
@@ -19,4 +20,10 @@
 // may have which Secret. Update events that keep an object's
 // metadata.generation (a status write, ours included) convert nothing
 // again.
+//
+// Conversion also reads Secrets (certificateRefs, resolved against the
+// Secret) through the SDS store's informer, handed in as
+// ControllerOptions.Secrets, and ConfigMaps (parametersRef, CA bundles)
+// from an informer of its own; only a change of one the last conversion
+// looked up converts again (refs.go).
 package gatewayapi

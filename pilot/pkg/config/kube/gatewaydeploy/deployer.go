@@ -225,7 +225,13 @@ func (d *Deployer) Sync(ctx context.Context, take func() bool) (int, error) {
 		handled[nn] = true
 		gkey := "Gateway/" + g.Namespace + "/" + g.Name
 		seen[gkey] = true
-		objs, err := Render(g, d.opts.Render)
+		// The ports of the ListenerSets attached to it open on its Service too.
+		rg := g
+		if extra := gatewayapi.ListenerSetListeners(in, g); len(extra) > 0 {
+			rg = g.DeepCopy()
+			rg.Spec.Listeners = append(rg.Spec.Listeners, extra...)
+		}
+		objs, err := Render(rg, d.opts.Render)
 		if err != nil {
 			keep[g.UID] = true
 			d.report(gkey, "Gateway not deployed", err)

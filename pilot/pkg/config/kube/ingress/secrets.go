@@ -1,9 +1,11 @@
 package ingress
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +29,11 @@ type SecretsOptions struct {
 	// using it need a push. Other Secrets (tokens, Helm releases) never
 	// call it.
 	OnChange func(namespace, name string)
+	// OnAnyChange, when set, is called (from an informer goroutine) when
+	// any Secret is added or deleted, or its type or data change: the
+	// Gateway API source resolves certificateRefs against the Secret
+	// itself, a malformed one included.
+	OnAnyChange func(namespace, name string)
 	// Clock paces the wait for the first sync; default the real clock.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -79,6 +86,11 @@ func NewSecrets(opts SecretsOptions) (*Secrets, error) {
 }
 
 func (s *Secrets) changed(old, cur any) {
+	if s.opts.OnAnyChange != nil {
+		if sec := anyChange(old, cur); sec != nil {
+			s.opts.OnAnyChange(sec.Namespace, sec.Name)
+		}
+	}
 	if !tlsMaterialChanged(old, cur) {
 		return // not a certificate or CA, or metadata only
 	}
@@ -92,6 +104,45 @@ func (s *Secrets) changed(old, cur any) {
 	if sec, isSecret := obj.(*corev1.Secret); isSecret && s.opts.OnChange != nil {
 		s.opts.OnChange(sec.Namespace, sec.Name)
 	}
+}
+
+// anyChange is the Secret of an event when it was added or deleted, or
+// its type or data changed; nil for a metadata-only update.
+func anyChange(old, cur any) *corev1.Secret {
+	unwrap := func(o any) *corev1.Secret {
+		if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = t.Obj
+		}
+		sec, _ := o.(*corev1.Secret)
+		return sec
+	}
+	a, b := unwrap(old), unwrap(cur)
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.Type != b.Type || !maps.EqualFunc(a.Data, b.Data, bytes.Equal):
+		return b
+	}
+	return nil
+}
+
+// Get returns Secret namespace/name from the informer's cache, nil when
+// there is none. Do not mutate it.
+func (s *Secrets) Get(namespace, name string) *corev1.Secret {
+	l, found := s.listers[namespace]
+	if !found {
+		l, found = s.listers[""]
+	}
+	if !found {
+		return nil
+	}
+	sec, err := l.Secrets(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return sec
 }
 
 // Secret returns the certificate and key of Secret namespace/name.

@@ -48,8 +48,9 @@ type GatewayAPIOptions struct {
 }
 
 // GatewayAPIStatus writes the status Wayfinder computes
-// (gatewayapi.ConvertWithStatus) on GatewayClasses, Gateways and the routes
-// of the four kinds. It is a Syncer: it runs only inside the IstioWriter's
+// (gatewayapi.ConvertWithStatus) on GatewayClasses, Gateways, ListenerSets
+// (listenerset.go), the routes of the four kinds and BackendTLSPolicies
+// (status.ancestors, backendtls.go). It is a Syncer: it runs only inside the IstioWriter's
 // lead loop, so only the status leader writes, at most at the writer's
 // rate. An object is written only when its status changes (conditions
 // compared without lastTransitionTime, which is kept while a condition's
@@ -126,7 +127,8 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 			want = gw.GatewayClassStatus{Conditions: pendingConditions(o.Generation, gw.GatewayClassConditionStatusAccepted)}
 		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
-		want.SupportedFeatures = o.Status.SupportedFeatures
+		// status.supportedFeatures: gatewayapi.SupportedFeatures on a class
+		// of ours; none once it stops being ours.
 		write("GatewayClass/"+o.Name, o.ResourceVersion, apiequality.Semantic.DeepEqual(want, o.Status), func() error {
 			cp := o.DeepCopy()
 			cp.Status = want
@@ -205,6 +207,8 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 			return err
 		})
 	}
+	g.syncBackendTLS(ctx, in, st, ctrl, write)
+	g.syncListenerSets(ctx, in, st, ctrl, write)
 	for k := range g.written {
 		if !seen[k] {
 			delete(g.written, k)
