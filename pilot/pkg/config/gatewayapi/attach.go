@@ -39,44 +39,10 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 			// another controller's business, or reported on the Gateway.
 			continue
 		}
-		var matched int
-		var reason string
-		held := false // attached to a listener that is not served (holdUnresolved)
-		why := gw.RouteReasonNotAllowedByListeners
-		for _, l := range ls {
-			if p.SectionName != nil && *p.SectionName != l.spec.Name {
-				continue
-			}
-			if p.Port != nil && *p.Port != l.spec.Port {
-				continue
-			}
-			matched++
-			if !kindAllowed(l, kind) {
-				reason = fmt.Sprintf("listener %s does not allow kind %s (NotAllowedByListeners)", l.spec.Name, kind)
-				continue
-			}
-			ok, err := c.namespaceAllowed(l, ns)
-			if err != nil {
-				reason = fmt.Sprintf("listener %s: %v (NotAllowedByListeners)", l.spec.Name, err)
-				continue
-			}
-			if !ok {
-				reason = fmt.Sprintf("listener %s does not allow routes from namespace %s (NotAllowedByListeners)", l.spec.Name, ns)
-				continue
-			}
-			hosts := intersectHosts(l.spec.Hostname, hostnames)
-			if len(hosts) == 0 {
-				reason = fmt.Sprintf("no hostname of the route matches listener %s (NoMatchingListenerHostname)", l.spec.Name)
-				why = gw.RouteReasonNoMatchingListenerHostname
-				continue
-			}
-			c.st.listener(l.gateway, l.spec.Name).attached++
-			if l.unserved {
-				held = true
-				continue
-			}
-			out = append(out, attachment{listener: l, hosts: hosts})
-		}
+		m := c.matchListeners(kind, ns, p, hostnames, ls, func(l *listener) (bool, error) { return c.namespaceAllowed(l, ns) },
+			func(l *listener) *listenerRec { return c.st.listener(l.gateway, l.spec.Name) })
+		out = append(out, m.out...)
+		matched, held, reason, why := m.matched, m.held, m.reason, m.why
 		switch {
 		case matched == 0:
 			c.errorf(src, field, "Gateway %s/%s has no listener matching sectionName/port (NoMatchingParent); parent skipped", gwNS, p.Name)
@@ -90,6 +56,61 @@ func (c *converter) attach(kind, src, ns string, parents []gw.ParentReference, h
 		}
 	}
 	return out
+}
+
+// listenerMatch is how the listeners of one parent took a parentRef.
+type listenerMatch struct {
+	out     []attachment
+	matched int  // listeners sectionName and port picked
+	held    bool // attached to a listener that is not served (holdUnresolved)
+	reason  string
+	why     gw.RouteConditionReason
+}
+
+// matchListeners attaches a route to those of a parent's listeners ls
+// that parentRef p picks (sectionName, port) and that admit it: its kind,
+// its namespace (admits: allowedRoutes, relative to the Gateway's or the
+// ListenerSet's namespace) and its hostnames. rec is where each listener
+// counts its attached routes. reason and why say why the last refusing
+// listener refused.
+func (c *converter) matchListeners(kind, ns string, p gw.ParentReference, hostnames []gw.Hostname, ls []*listener,
+	admits func(*listener) (bool, error), rec func(*listener) *listenerRec) listenerMatch {
+	m := listenerMatch{why: gw.RouteReasonNotAllowedByListeners}
+	for _, l := range ls {
+		if p.SectionName != nil && *p.SectionName != l.spec.Name {
+			continue
+		}
+		if p.Port != nil && *p.Port != l.spec.Port {
+			continue
+		}
+		m.matched++
+		if !kindAllowed(l, kind) {
+			m.reason = fmt.Sprintf("listener %s does not allow kind %s (NotAllowedByListeners)", l.spec.Name, kind)
+			continue
+		}
+		ok, err := admits(l)
+		if err != nil {
+			m.reason = fmt.Sprintf("listener %s: %v (NotAllowedByListeners)", l.spec.Name, err)
+			continue
+		}
+		if !ok {
+			m.reason = fmt.Sprintf("listener %s does not allow routes from namespace %s (NotAllowedByListeners)", l.spec.Name, ns)
+			continue
+		}
+		hosts := intersectHosts(l.spec.Hostname, hostnames)
+		if len(hosts) == 0 {
+			m.reason = fmt.Sprintf("no hostname of the route matches listener %s (NoMatchingListenerHostname)", l.spec.Name)
+			m.why = gw.RouteReasonNoMatchingListenerHostname
+			continue
+		}
+		rec(l).attached++
+		if l.unserved {
+			m.held = true
+			continue
+		}
+		m.out = append(m.out, attachment{listener: l, hosts: hosts})
+	}
+	return m
 }
 
 func attachedTo(as []attachment, ns, name string) bool {

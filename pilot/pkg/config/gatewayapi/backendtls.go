@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -340,9 +341,11 @@ func (c *converter) caCertificate(ns string, ref gw.LocalObjectReference) (strin
 	return out, "", ""
 }
 
-// parseCABundle keeps the CERTIFICATE blocks of a PEM bundle, each of
-// which must parse; at least one is needed. Envoy would reject the whole
-// cluster update for a CA it cannot read, so it is checked here.
+// parseCABundle keeps the CERTIFICATE blocks of a PEM bundle, re-encoded,
+// each of which must parse; at least one is needed. Envoy rejects the
+// cluster or listener whose CA it cannot read, so it is checked here
+// (BackendTLSPolicy and tls.frontend CAs); anything else in the data never
+// reaches a proxy.
 func parseCABundle(data string) (string, error) {
 	rest := []byte(data)
 	var out []byte
@@ -363,7 +366,7 @@ func parseCABundle(data string) (string, error) {
 		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes})...)
 	}
 	if n == 0 {
-		return "", fmt.Errorf("no PEM certificate")
+		return "", errors.New("holds no PEM certificate")
 	}
 	return string(out), nil
 }

@@ -334,16 +334,32 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 	if s := c.st.setOf(g); s != nil {
 		return c.setCertificate(s, g, l, field)
 	}
-	src := Source("Gateway", g)
+	secret, ok := c.certificateRef(Source("Gateway", g), "Gateway", g.Namespace, g, l, field)
+	if !ok {
+		return "", false
+	}
+	c.st.secrets.bind(g, l.Name, secret, c.opts.DeploysProxies)
+	if secret.Namespace == g.Namespace {
+		return secret.Name, true
+	}
+	return model.KubernetesGatewaySecretPrefix + secret.Namespace + "/" + secret.Name, true
+}
+
+// certificateRef resolves the certificateRef of listener l (recorded on
+// g's status) of an object of kind ownerKind in namespace ownerNS (src
+// in errors): it must be given, in mode Terminate, a Secret of ownerNS or
+// one another namespace grants ownerKinds of ownerNS by a ReferenceGrant,
+// and usable (certrefs.go). Only the first ref is served.
+func (c *converter) certificateRef(src, ownerKind, ownerNS string, g *gw.Gateway, l gw.Listener, field string) (model.SecretRef, bool) {
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
 		c.errorf(src, field+".certificateRefs", "an HTTPS listener needs a certificate; listener skipped")
 		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "a certificateRef is required")
-		return "", false
+		return model.SecretRef{}, false
 	}
 	if l.TLS.Mode != nil && *l.TLS.Mode != gw.TLSModeTerminate {
 		c.errorf(src, field+".mode", "mode %q is not served on %s listeners; listener skipped", *l.TLS.Mode, l.Protocol)
 		c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedValue, "TLS mode %q is not served on %s listeners", *l.TLS.Mode, l.Protocol)
-		return "", false
+		return model.SecretRef{}, false
 	}
 	if len(l.TLS.CertificateRefs) > 1 {
 		c.warnf(src, field+".certificateRefs", "only the first certificate is served; %d more ignored", len(l.TLS.CertificateRefs)-1)
@@ -353,26 +369,18 @@ func (c *converter) certificate(g *gw.Gateway, l gw.Listener, field string) (str
 	if group, kind := deref(ref.Group, ""), deref(ref.Kind, "Secret"); group != "" || kind != "Secret" {
 		c.errorf(src, f, "kind %s.%s is not a Secret; listener skipped", kind, group)
 		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "certificateRef kind %s.%s is not a Secret", kind, group)
-		return "", false
+		return model.SecretRef{}, false
 	}
-	ns := deref(ref.Namespace, gw.Namespace(g.Namespace))
-	if string(ns) == g.Namespace {
-		if !c.certificateUsable(g, l, f, string(ns), string(ref.Name)) {
-			return "", false
-		}
-		c.st.secrets.bind(g, l.Name, model.SecretRef{Namespace: g.Namespace, Name: string(ref.Name)}, c.opts.DeploysProxies)
-		return string(ref.Name), true
-	}
-	if !c.grants.allowed("Gateway", g.Namespace, "", "Secret", string(ns), string(ref.Name)) {
+	ns := string(deref(ref.Namespace, gw.Namespace(ownerNS)))
+	if ns != ownerNS && !c.grants.allowed(ownerKind, ownerNS, "", "Secret", ns, string(ref.Name)) {
 		c.errorf(src, f, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); listener skipped", ns, ref.Name)
 		c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
-		return "", false
+		return model.SecretRef{}, false
 	}
-	if !c.certificateUsable(g, l, f, string(ns), string(ref.Name)) {
-		return "", false
+	if !c.certificateUsable(g, l, f, ns, string(ref.Name)) {
+		return model.SecretRef{}, false
 	}
-	c.st.secrets.bind(g, l.Name, model.SecretRef{Namespace: string(ns), Name: string(ref.Name)}, c.opts.DeploysProxies)
-	return model.KubernetesGatewaySecretPrefix + string(ns) + "/" + string(ref.Name), true
+	return model.SecretRef{Namespace: ns, Name: string(ref.Name)}, true
 }
 
 // kindAllowed reports whether a route kind may attach to l: a kind its

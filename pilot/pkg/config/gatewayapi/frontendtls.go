@@ -1,9 +1,6 @@
 package gatewayapi
 
 import (
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -181,38 +178,11 @@ func (c *converter) clientCA(g *gw.Gateway, ref gw.ObjectReference) (string, str
 	if data == "" {
 		return invalid("%s %s/%s has no ca.crt", kind, ns, name)
 	}
-	bundle, err := clientCABundle(data)
+	bundle, err := parseCABundle(data)
 	if err != nil {
 		return invalid("%s %s/%s ca.crt: %v", kind, ns, name, err)
 	}
 	return scheme + ns + "/" + name + model.CASuffix, bundle, nil
-}
-
-// clientCABundle keeps the CERTIFICATE blocks of a PEM bundle, re-encoded,
-// each of which must parse as an X.509 certificate; at least one is
-// needed. Envoy rejects a listener whose CA it cannot read, so it is
-// checked here; anything else in the data never reaches a proxy.
-func clientCABundle(data string) (string, error) {
-	rest := []byte(data)
-	var out []byte
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			return "", errors.New("a certificate does not parse")
-		}
-		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes})...)
-	}
-	if len(out) == 0 {
-		return "", errors.New("holds no PEM certificate")
-	}
-	return string(out), nil
 }
 
 // backendClientCertificate warns that spec.tls.backend.clientCertificateRef

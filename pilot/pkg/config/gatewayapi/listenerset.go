@@ -291,42 +291,15 @@ func (l *listener) nameBase() string {
 // Gateway lives: "kubernetes-gateway://NS/NAME" unless it is the parent's.
 func (c *converter) setCertificate(rec *setRec, g *gw.Gateway, l gw.Listener, field string) (string, bool) {
 	ls, parent := rec.set, rec.parent
-	src := Source(schema.ListenerSetKind.Name, ls)
-	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
-		c.errorf(src, field+".certificateRefs", "an HTTPS listener needs a certificate; listener skipped")
-		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "a certificateRef is required")
+	secret, ok := c.certificateRef(Source(schema.ListenerSetKind.Name, ls), schema.ListenerSetKind.Name, ls.Namespace, g, l, field)
+	if !ok {
 		return "", false
 	}
-	if l.TLS.Mode != nil && *l.TLS.Mode != gw.TLSModeTerminate {
-		c.errorf(src, field+".mode", "mode %q is not served on %s listeners; listener skipped", *l.TLS.Mode, l.Protocol)
-		c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedValue, "TLS mode %q is not served on %s listeners", *l.TLS.Mode, l.Protocol)
-		return "", false
-	}
-	if len(l.TLS.CertificateRefs) > 1 {
-		c.warnf(src, field+".certificateRefs", "only the first certificate is served; %d more ignored", len(l.TLS.CertificateRefs)-1)
-	}
-	ref := l.TLS.CertificateRefs[0]
-	f := field + ".certificateRefs[0]"
-	if group, kind := deref(ref.Group, ""), deref(ref.Kind, "Secret"); group != "" || kind != "Secret" {
-		c.errorf(src, f, "kind %s.%s is not a Secret; listener skipped", kind, group)
-		c.st.listenerUnresolved(g, l, gw.ListenerReasonInvalidCertificateRef, "certificateRef kind %s.%s is not a Secret", kind, group)
-		return "", false
-	}
-	ns := string(deref(ref.Namespace, gw.Namespace(ls.Namespace)))
-	if ns != ls.Namespace && !c.grants.allowed(schema.ListenerSetKind.Name, ls.Namespace, "", "Secret", ns, string(ref.Name)) {
-		c.errorf(src, f, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it (RefNotPermitted); listener skipped", ns, ref.Name)
-		c.st.listenerUnresolved(g, l, gw.ListenerReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant allows it", ns, ref.Name)
-		return "", false
-	}
-	if !c.certificateUsable(g, l, f, ns, string(ref.Name)) {
-		return "", false
-	}
-	secret := model.SecretRef{Namespace: ns, Name: string(ref.Name)}
 	c.st.secrets.bindSet(parent, ls, ListenerSetIstioGatewayName(parent.Name, ls.Namespace, ls.Name, l.Name), secret, c.opts.DeploysProxies)
-	if ns == parent.Namespace {
-		return string(ref.Name), true
+	if secret.Namespace == parent.Namespace {
+		return secret.Name, true
 	}
-	return model.KubernetesGatewaySecretPrefix + ns + "/" + string(ref.Name), true
+	return model.KubernetesGatewaySecretPrefix + secret.Namespace + "/" + secret.Name, true
 }
 
 // bindSet records that the Istio Gateway istioName, generated in parent's

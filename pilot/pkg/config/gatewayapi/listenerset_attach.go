@@ -28,45 +28,9 @@ func (c *converter) attachListenerSet(kind, src, ns string, i int, p gw.ParentRe
 	}
 	// allowedRoutes Same is relative to the ListenerSet's namespace.
 	owner := &gw.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: setNS, Name: string(p.Name)}}
-	var out []attachment
-	var matched int
-	var reason string
-	held := false
-	why := gw.RouteReasonNotAllowedByListeners
-	for _, l := range rec.listeners {
-		if p.SectionName != nil && *p.SectionName != l.spec.Name {
-			continue
-		}
-		if p.Port != nil && *p.Port != l.spec.Port {
-			continue
-		}
-		matched++
-		if !kindAllowed(l, kind) {
-			reason = fmt.Sprintf("listener %s does not allow kind %s (NotAllowedByListeners)", l.spec.Name, kind)
-			continue
-		}
-		ok, err := c.admits(owner, l.spec, ns)
-		if err != nil {
-			reason = fmt.Sprintf("listener %s: %v (NotAllowedByListeners)", l.spec.Name, err)
-			continue
-		}
-		if !ok {
-			reason = fmt.Sprintf("listener %s does not allow routes from namespace %s (NotAllowedByListeners)", l.spec.Name, ns)
-			continue
-		}
-		hosts := intersectHosts(l.spec.Hostname, hostnames)
-		if len(hosts) == 0 {
-			reason = fmt.Sprintf("no hostname of the route matches listener %s (NoMatchingListenerHostname)", l.spec.Name)
-			why = gw.RouteReasonNoMatchingListenerHostname
-			continue
-		}
-		c.st.listener(rec.pseudo, l.spec.Name).attached++
-		if l.unserved {
-			held = true
-			continue
-		}
-		out = append(out, attachment{listener: l, hosts: hosts})
-	}
+	m := c.matchListeners(kind, ns, p, hostnames, rec.listeners, func(l *listener) (bool, error) { return c.admits(owner, l.spec, ns) },
+		func(l *listener) *listenerRec { return c.st.listener(rec.pseudo, l.spec.Name) })
+	out, matched, held, reason, why := m.out, m.matched, m.held, m.reason, m.why
 	switch {
 	case matched == 0:
 		c.errorf(src, field, "ListenerSet %s/%s has no listener matching sectionName/port (NoMatchingParent); parent skipped", setNS, p.Name)

@@ -153,16 +153,7 @@ func (g *GatewayAPIStatus) Sync(ctx context.Context, take func() bool) (int, err
 			}
 		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
-		// want shares its listeners with the conversion's status, which
-		// /debug/configz reads: change a copy.
-		want.Listeners = slices.Clone(want.Listeners)
-		for i := range want.Listeners {
-			for _, cur := range o.Status.Listeners {
-				if cur.Name == want.Listeners[i].Name {
-					want.Listeners[i].Conditions = keepTimes(want.Listeners[i].Conditions, cur.Conditions)
-				}
-			}
-		}
+		want.Listeners = keepListenerTimes(want.Listeners, o.Status.Listeners, gatewayListener)
 		write("Gateway/"+o.Namespace+"/"+o.Name, o.ResourceVersion, apiequality.Semantic.DeepEqual(want, o.Status), func() error {
 			cp := o.DeepCopy()
 			cp.Status = want
@@ -239,6 +230,32 @@ func keyOf(o *gw.Gateway) types.NamespacedName {
 
 // keepTimes returns want with the lastTransitionTime of each condition
 // whose type and status are unchanged since cur.
+// keepListenerTimes is keepTimes for each listener of want and the one of
+// cur of the same name, on a copy: want shares its listeners with the
+// conversion's status, which /debug/configz reads. key gives a listener
+// status's name and conditions (Gateways and ListenerSets have their own
+// listener status types).
+func keepListenerTimes[L any](want, cur []L, key func(*L) (gw.SectionName, *[]metav1.Condition)) []L {
+	out := slices.Clone(want)
+	for i := range out {
+		name, conds := key(&out[i])
+		for j := range cur {
+			if n, c := key(&cur[j]); n == name {
+				*conds = keepTimes(*conds, *c)
+			}
+		}
+	}
+	return out
+}
+
+func gatewayListener(l *gw.ListenerStatus) (gw.SectionName, *[]metav1.Condition) {
+	return l.Name, &l.Conditions
+}
+
+func setListener(l *gw.ListenerEntryStatus) (gw.SectionName, *[]metav1.Condition) {
+	return l.Name, &l.Conditions
+}
+
 func keepTimes(want, cur []metav1.Condition) []metav1.Condition {
 	out := make([]metav1.Condition, len(want))
 	for i, c := range want {

@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -32,16 +31,7 @@ func (g *GatewayAPIStatus) syncListenerSets(ctx context.Context, in gatewayapi.I
 				gw.GatewayClassConditionType(gw.ListenerSetConditionAccepted), gw.GatewayClassConditionType(gw.ListenerSetConditionProgrammed))}
 		}
 		want.Conditions = keepTimes(want.Conditions, o.Status.Conditions)
-		// want shares its listeners with the conversion's status, which
-		// /debug/configz reads: change a copy.
-		want.Listeners = slices.Clone(want.Listeners)
-		for i := range want.Listeners {
-			for _, cur := range o.Status.Listeners {
-				if cur.Name == want.Listeners[i].Name {
-					want.Listeners[i].Conditions = keepTimes(want.Listeners[i].Conditions, cur.Conditions)
-				}
-			}
-		}
+		want.Listeners = keepListenerTimes(want.Listeners, o.Status.Listeners, setListener)
 		write("ListenerSet/"+o.Namespace+"/"+o.Name, o.ResourceVersion, apiequality.Semantic.DeepEqual(want, o.Status), func() error {
 			cp := o.DeepCopy()
 			cp.Status = want
