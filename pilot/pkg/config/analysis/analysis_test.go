@@ -231,3 +231,46 @@ spec:
   http:
   - route: [{destination: {host: reviews, subset: v1, port: {number: 9080}}}]
 `
+
+// Two files defining one Gateway API object: as the server's folder does,
+// the first by path is used and the other is reported at its line; the
+// duplicate's listener is not converted.
+func TestLoadAllGatewayAPIDuplicate(t *testing.T) {
+	dir := t.TempDir()
+	gateway := func(port int) string {
+		return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: wayfinder-%d}
+spec: {controllerName: wayfinder.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: default}
+spec:
+  gatewayClassName: wayfinder-1
+  listeners: [{name: http, port: %d, protocol: HTTP}]
+`, port, port)
+	}
+	for name, port := range map[string]int{"a.yaml": 1, "b.yaml": 2} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(gateway(port)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := analysis.LoadAll([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gateways []string
+	for _, o := range l.GatewayAPI {
+		if o.Kind.Name == "Gateway" {
+			gateways = append(gateways, o.Source)
+		}
+	}
+	if len(gateways) != 1 || !strings.Contains(gateways[0], "a.yaml") {
+		t.Errorf("Gateways used %v, want the one of a.yaml alone", gateways)
+	}
+	_, out := analyze(t, dir, analysis.Options{})
+	if !strings.Contains(out, "b.yaml:6") || !strings.Contains(out, "Gateway default/edge: duplicate of the definition in "+filepath.Join(dir, "a.yaml")) {
+		t.Errorf("findings:\n%s\nwant the duplicate in b.yaml reported at its line, naming a.yaml", out)
+	}
+}

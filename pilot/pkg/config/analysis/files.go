@@ -75,6 +75,7 @@ func LoadAll(paths []string) (Loaded, error) {
 	var errs []*config.Error
 	var gwAPI []manifest.GatewayAPIObject
 	first := map[config.Key]string{}
+	firstGW := map[string]string{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -83,7 +84,18 @@ func LoadAll(paths []string) (Loaded, error) {
 		contents[f] = data
 		all, parseErrs := manifest.ParseAll(f, data, manifest.Options{})
 		errs = append(errs, parseErrs...)
-		gwAPI = append(gwAPI, all.GatewayAPI...)
+		for _, o := range all.GatewayAPI {
+			// As the server's folder does (file/gatewayapi.go): the first
+			// definition, by path, is used; another is reported.
+			if src, dup := firstGW[o.Key()]; dup {
+				errs = append(errs, &config.Error{Source: o.Source,
+					Key:     config.Key{Namespace: o.Object.GetNamespace(), Name: o.Object.GetName()},
+					Message: fmt.Sprintf("%s: duplicate of the definition in %s, which is used; this one is ignored", o.Key(), src)})
+				continue
+			}
+			firstGW[o.Key()] = o.Source
+			gwAPI = append(gwAPI, o)
+		}
 		for _, obj := range all.Configs {
 			if err := validate(obj); err != nil {
 				errs = append(errs, config.ErrorsFor(obj.Source, obj.Key(), err)...)
