@@ -122,9 +122,13 @@ func TestFileChangeIsReadAndBadUpdateKeepsLastGood(t *testing.T) {
 	}
 
 	writeAtomic(t, e.path, "rootNamespace: fourth\n")
-	e.until(t, "the good file after the bad", func() bool { return e.root() == "fourth" })
-	if e.tracker.LastError() != nil {
-		t.Fatalf("last error after a good file = %v", e.tracker.LastError().Err)
+	// The Holder takes the config before the Tracker clears the error, so
+	// both are awaited: the good file in force and the refusal forgotten.
+	e.until(t, "the good file after the bad, its error cleared", func() bool {
+		return e.root() == "fourth" && e.tracker.LastError() == nil
+	})
+	if e.tracker.Rejected() != 1 {
+		t.Fatalf("rejected after a good file = %d, want still 1", e.tracker.Rejected())
 	}
 }
 
