@@ -28,3 +28,23 @@ const (
 func IsBackendTLSCredential(name string) bool {
 	return name == InvalidCredentialName || strings.HasPrefix(name, ConfigMapCredentialPrefix)
 }
+
+// BackendClientCertificateAnnotation is the annotation of the Istio
+// Gateways generated for a Gateway API Gateway whose
+// spec.tls.backend.clientCertificateRef resolved: its value is the
+// credentialName of that Secret ("kubernetes-gateway://NAMESPACE/NAME").
+// The proxies such a Gateway selects, in its namespace, present that
+// certificate on the connections a BackendTLSPolicy's TLS settings
+// originate (PushContext.BackendClientCertificate). The Secret is sent
+// to them as a Gateway's own is (SecretScope.Refusal, the generated
+// Gateway as owner), so an Istio Gateway written with the annotation gets
+// no Secret its own servers could not name.
+const BackendClientCertificateAnnotation = "internal.wayfinder.io/backend-client-certificate"
+
+// BackendTLSPolicyAnnotation marks a DestinationRule generated from
+// BackendTLSPolicies (its value names them): the TLS settings of its
+// traffic policy and port-level settings are theirs, which a Gateway's
+// backend client certificate (BackendClientCertificateAnnotation) is
+// presented on. Written on a user's rule it only makes such a Gateway
+// present its own certificate to that rule's hosts too.
+const BackendTLSPolicyAnnotation = "internal.wayfinder.io/backend-tls-policy"

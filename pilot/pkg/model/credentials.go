@@ -333,7 +333,7 @@ func ScopedGatewayGroupKey(gws []config.Config, scope SecretScope, upstream []Cr
 	key := GatewayGroupKey(gws)
 	uses := false
 	for _, gw := range gws {
-		if len(gatewayCredentials(gw)) > 0 {
+		if len(gatewayCredentials(gw)) > 0 || gw.Annotations[BackendClientCertificateAnnotation] != "" {
 			uses = true
 			break
 		}

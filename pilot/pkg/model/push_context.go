@@ -46,6 +46,9 @@ type PushContext struct {
 	drs                     *drIndex
 	svcAudience, vsAudience map[string]bool
 	vsScoped                bool
+	// backendClientCerts is set when some Gateway carries
+	// BackendClientCertificateAnnotation (see ViewKey).
+	backendClientCerts bool
 	// view and base are set in a push context made by ForProxy: the proxy
 	// it answers for, and the push context it is a view of.
 	view *view
@@ -123,6 +126,9 @@ func (ps *PushContext) indexRouting() {
 	before := len(ps.Errors)
 	ps.indexVirtualServices()
 	ps.indexVirtualServiceAudience()
+	ps.backendClientCerts = slices.ContainsFunc(ps.gateways, func(gw config.Config) bool {
+		return gw.Annotations[BackendClientCertificateAnnotation] != ""
+	})
 	ps.reportMissingGateways()
 	ps.routingErrors = len(ps.Errors) - before
 }

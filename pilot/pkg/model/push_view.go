@@ -26,17 +26,37 @@ type view struct {
 	// labels are the proxy's, for DestinationRules with a workloadSelector.
 	labels map[string]string
 	key    string
+	// clientCert is the credentialName of the backend client certificate
+	// the proxy's Gateway presents (BackendClientCertificate); "" for none.
+	clientCert string
 }
 
 // ViewKey names what config p sees, as far as it differs from the default
 // view: "" for a proxy whose namespace no DestinationRule, ServiceEntry,
 // Service or VirtualService treats apart (its own rules, "." or naming it
 // in exportTo), else its namespace, and for a namespace with
-// DestinationRules that select workloads, which of those select p. Two
+// DestinationRules that select workloads, which of those select p; then
+// the backend client certificate its Gateway presents, if any
+// (BackendClientCertificate). Two
 // proxies with the same ViewKey (and the same Gateways) get the same
 // clusters, listeners and routes, so the key belongs in the gateway group
 // key.
 func (ps *PushContext) ViewKey(p *Proxy) string {
+	key := ps.drViewKey(p)
+	if cert := ps.Base().backendClientCertificate(p); cert != "" {
+		// Proxies presenting a Gateway's backend client certificate get
+		// clusters of their own.
+		if key == "" {
+			key = p.Namespace
+		}
+		key += "/client-cert/" + cert
+	}
+	return key
+}
+
+// drViewKey is ViewKey as DestinationRules, services and VirtualServices
+// decide it.
+func (ps *PushContext) drViewKey(p *Proxy) string {
 	b := ps.Base()
 	ns := p.Namespace
 	drs := b.drs
@@ -77,8 +97,37 @@ func (ps *PushContext) ForProxy(p *Proxy) *PushContext {
 	}
 	next := *b
 	next.base = b
-	next.view = &view{ns: p.Namespace, labels: p.Labels, key: key}
+	next.view = &view{ns: p.Namespace, labels: p.Labels, key: key, clientCert: b.backendClientCertificate(p)}
 	return &next
+}
+
+// backendClientCertificate is the credentialName of the backend client
+// certificate p presents: that of the first Gateway selecting p (by
+// namespace and name) that carries BackendClientCertificateAnnotation and
+// serves p's namespace only, as the generated ones do; "" for none.
+func (ps *PushContext) backendClientCertificate(p *Proxy) string {
+	if !ps.backendClientCerts {
+		return ""
+	}
+	for _, gw := range ps.GatewaysForProxy(p) {
+		if gw.Namespace == p.Namespace && gw.Annotations[NamespaceOnlyAnnotation] == "true" {
+			if cert := gw.Annotations[BackendClientCertificateAnnotation]; cert != "" {
+				return cert
+			}
+		}
+	}
+	return ""
+}
+
+// BackendClientCertificate is the credentialName of the client
+// certificate the view's proxy presents on connections whose TLS a
+// BackendTLSPolicy originates (a Gateway's spec.tls.backend); "" for
+// none, and in the default view.
+func (ps *PushContext) BackendClientCertificate() string {
+	if ps.view == nil {
+		return ""
+	}
+	return ps.view.clientCert
 }
 
 // Base returns the push context ps is a view of (ps itself when it is

@@ -381,12 +381,12 @@ func (c *converter) backendTLSRule(r *btlsRule) config.Config {
 		spec.TrafficPolicy.PortLevelSettings = append(spec.TrafficPolicy.PortLevelSettings,
 			&networking.TrafficPolicy_PortTrafficPolicy{Port: &networking.PortSelector{Number: port}, Tls: r.ports[port]})
 	}
-	var ann map[string]string
-	if len(r.cas) > 0 {
-		ann = make(map[string]string, len(r.cas))
-		for name, ca := range r.cas {
-			ann[model.BackendTLSCAAnnotationPrefix+name] = ca
-		}
+	// The marker says the TLS settings are a BackendTLSPolicy's, which
+	// a Gateway's backend client certificate is presented on.
+	ann := make(map[string]string, len(r.cas)+1)
+	ann[model.BackendTLSPolicyAnnotation] = r.source
+	for name, ca := range r.cas {
+		ann[model.BackendTLSCAAnnotationPrefix+name] = ca
 	}
 	// CreationTimestamp stays zero: the oldest rule of its host, as
 	// istiod's generated rules are.

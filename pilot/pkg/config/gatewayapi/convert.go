@@ -237,7 +237,7 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 		return nil
 	}
 	mixed := mixedTermination(g.Spec.Listeners)
-	c.backendClientCertificate(g)
+	clientCert := c.backendClientCertificate(g) // backendclient.go
 	for i, l := range g.Spec.Listeners {
 		field := fmt.Sprintf("spec.listeners[%d]", i)
 		rec := c.st.listener(g, l.Name)
@@ -266,6 +266,7 @@ func (c *converter) gateway(g *gw.Gateway) []config.Config {
 			},
 		}
 		maps.Copy(cfg.Meta.Annotations, caAnnotations) // frontendtls.go
+		maps.Copy(cfg.Meta.Annotations, clientCert)
 		if err := checkGateway(cfg); err != nil {
 			c.errorf(src, field, "%v; listener skipped", err)
 			c.st.listenerNotAccepted(g, l, gw.ListenerReasonUnsupportedValue, "%v", err)

@@ -229,8 +229,12 @@
 // Gateway carries inline (model.GatewayClientCAAnnotationPrefix) into its
 // own proxies' listener; with no valid CA the listener is Accepted False,
 // NoValidCACertificate, and not served.
-// spec.tls.backend.clientCertificateRef is reported as a warning, not
-// served.
+// spec.tls.backend.clientCertificateRef is presented by the Gateway's
+// own proxies on the connections a BackendTLSPolicy originates
+// (backendclient.go): its generated Gateways carry
+// model.BackendClientCertificateAnnotation, which gives those proxies a
+// view of their own; a ref that does not resolve makes the Gateway's
+// ResolvedRefs False (InvalidClientCertificateRef, RefNotPermitted).
 //
 // status.supportedFeatures of every handled GatewayClass is
 // SupportedFeatures (features.go), the one list of the Gateway API
@@ -308,7 +312,6 @@
 //
 // # Not yet
 //
-// Gateway spec.tls.backend.clientCertificateRef (see above).
 // Invalid backends among valid ones of TLSRoutes and TCPRoutes (their
 // weight goes to the others: a connection cannot be answered with a 500).
 // File mode has no Namespace objects: an allowedRoutes Selector sees no

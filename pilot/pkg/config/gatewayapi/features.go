@@ -20,8 +20,7 @@ import (
 // IPAddress are not assigned: the address is the Service's),
 // HTTPRouteBackendRequestHeaderModification (filters on a backendRef
 // are ignored), TLSRouteModeMixed (Terminate and Passthrough on one port
-// are refused: tlsmodes.go), GatewayBackendClientCertificate (Gateway
-// spec.tls.backend is not served yet: frontendtls.go), UDPRoute and the Mesh
+// are refused: tlsmodes.go), UDPRoute and the Mesh
 // features (no UDP listeners, no mesh routing of Gateway API routes).
 var SupportedFeatures = []features.FeatureName{
 	// Core of the profiles.
@@ -45,6 +44,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportBackendTLSPolicySANValidation,
 	features.SupportGatewayFrontendClientCertificateValidation,                 // spec.tls.frontend: frontendtls.go
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback, // AllowInsecureFallback: OPTIONAL_MUTUAL
+	features.SupportGatewayBackendClientCertificate,                            // spec.tls.backend: backendclient.go
 
 	// HTTPRoute.
 	features.SupportHTTPRouteQueryParamMatching,

@@ -46,8 +46,7 @@ func TestGatewayClassSupportedFeatures(t *testing.T) {
 	}
 	// Not implemented, so never claimed.
 	for _, f := range []features.FeatureName{features.SupportTLSRouteModeMixed, features.SupportGatewayStaticAddresses,
-		features.SupportUDPRoute, features.SupportMesh, features.SupportHTTPRouteBackendRequestHeaderModification,
-		features.SupportGatewayBackendClientCertificate} {
+		features.SupportUDPRoute, features.SupportMesh, features.SupportHTTPRouteBackendRequestHeaderModification} {
 		if seen[gw.FeatureName(f)] {
 			t.Errorf("%s is claimed", f)
 		}

@@ -44,9 +44,7 @@ import (
 // only, which alone take the generated Gateway (NamespaceOnly, its
 // selector).
 //
-// spec.tls.backend.clientCertificateRef (GEP-3155) is not served: the
-// Gateway's connections to its backends present no client certificate,
-// which refuses more, never less, than asked; a warning says so.
+// spec.tls.backend.clientCertificateRef is backendclient.go's.
 
 // frontendValidation is the client certificate validation that applies
 // to listeners on port, with the field it is read from: that of its
@@ -183,14 +181,4 @@ func (c *converter) clientCA(g *gw.Gateway, ref gw.ObjectReference) (string, str
 		return invalid("%s %s/%s ca.crt: %v", kind, ns, name, err)
 	}
 	return scheme + ns + "/" + name + model.CASuffix, bundle, nil
-}
-
-// backendClientCertificate warns that spec.tls.backend.clientCertificateRef
-// is not served.
-func (c *converter) backendClientCertificate(g *gw.Gateway) {
-	if g.Spec.TLS == nil || g.Spec.TLS.Backend == nil || g.Spec.TLS.Backend.ClientCertificateRef == nil {
-		return
-	}
-	c.warnf(Source("Gateway", g), "spec.tls.backend.clientCertificateRef",
-		"not served yet: connections to backends present no client certificate")
 }

@@ -25,7 +25,7 @@ import (
 // listeners are untouched. A ref that does not resolve is reported on the
 // listener (InvalidCACertificateRef, InvalidCACertificateKind); with none
 // valid the listener is Accepted False, NoValidCACertificate, and not
-// served. spec.tls.backend.clientCertificateRef is a warning.
+// served.
 func TestFrontendClientCertificateValidation(t *testing.T) {
 	ca := certs.NewCA(t, "clients")
 	caPEM := string(ca.Server(t, "unused").CertPEM) // any certificate parses as a bundle
@@ -57,7 +57,6 @@ func TestFrontendClientCertificateValidation(t *testing.T) {
 					{Port: 12443, TLS: gw.TLSConfig{Validation: &gw.FrontendTLSValidation{CACertificateRefs: []gw.ObjectReference{cm("missing"), cm("ca")}}}},
 				},
 			},
-			Backend: &gw.GatewayBackendTLS{ClientCertificateRef: &gw.SecretObjectReference{Name: "client"}},
 		},
 	}}
 	in := everySecretServes(t, gatewayapi.Input{GatewayClasses: []*gw.GatewayClass{class}, Gateways: []*gw.Gateway{g}})
@@ -137,15 +136,6 @@ func TestFrontendClientCertificateValidation(t *testing.T) {
 	}
 	if !res.Referenced.ConfigMap("edge-ns", "ca") || !res.Referenced.Secret("edge-ns", "ca-secret") {
 		t.Error("the CA ConfigMap and Secret are not recorded as referenced")
-	}
-	var warned bool
-	for _, e := range res.Errors {
-		if e.Field == "spec.tls.backend.clientCertificateRef" && e.Warning {
-			warned = true
-		}
-	}
-	if !warned {
-		t.Errorf("no warning for spec.tls.backend.clientCertificateRef: %v", res.Errors)
 	}
 }
 

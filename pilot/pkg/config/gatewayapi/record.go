@@ -27,6 +27,10 @@ type recorder struct {
 	// rejected are the handled Gateways not accepted as a whole, by
 	// "namespace/name" (params.go).
 	rejected map[string]*cond
+	// unresolved are the handled Gateways whose own references (not
+	// their listeners') did not resolve, by "namespace/name"
+	// (backendclient.go).
+	unresolved map[string]*cond
 	// btls are the BackendTLSPolicies' outcomes (backendtls.go).
 	btls map[string]*btlsRec // by "namespace/name"
 	// sets are the ListenerSets' outcomes (listenerset.go).

@@ -174,6 +174,13 @@ func gatewayStatus(g *gw.Gateway, rec *recorder, t metav1.Time, addrs []gw.Gatew
 	default:
 		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionAccepted), false, string(gw.GatewayReasonListenersNotValid), "no listener is accepted", gen, t))
 	}
+	// The Gateway's own references (spec.tls.backend), as istiod 1.29
+	// reports them: ResolvedRefs is always set.
+	if u := rec.unresolved[g.Namespace+"/"+g.Name]; u != nil {
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionResolvedRefs), false, u.reason, u.message, gen, t))
+	} else {
+		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionResolvedRefs), true, string(gw.GatewayReasonResolvedRefs), "", gen, t))
+	}
 	if c := insecureFrontendValidation(g); c != nil {
 		out.Conditions = append(out.Conditions, condition(string(gw.GatewayConditionInsecureFrontendValidationMode), true,
 			string(gw.GatewayReasonConfigurationChanged), c.message, gen, t))

@@ -101,7 +101,7 @@ func (b *builder) build(svc *model.Service, port model.Port, subset string, sele
 	applyLoadBalancer(c, pol.LoadBalancer)
 	applyConnectionPool(c, h, pol.ConnectionPool)
 	applyOutlierDetection(c, pol.OutlierDetection)
-	if e, drop := applyTLS(c, h, &pol, svc.Hostname); e != nil {
+	if e, drop := applyTLS(c, h, &pol, svc.Hostname, b.push.BackendClientCertificate()); e != nil {
 		b.report(e)
 		if drop {
 			return nil

@@ -41,7 +41,10 @@ const SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 // names when subjectAltNames are given; only insecureSkipVerify turns
 // verification off. TLS 1.2 to 1.3 is offered (istiod's
 // defaultUpstreamCommonTLSContext; Envoy's client default stops at 1.2).
-func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host string) (err *config.Error, drop bool) {
+// clientCert is the backend client certificate of the proxy's Gateway
+// (model.PushContext.BackendClientCertificate), presented where a
+// BackendTLSPolicy set the TLS (backendClientCertificate).
+func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host, clientCert string) (err *config.Error, drop bool) {
 	tls := pol.TLS
 	switch tls.GetMode() {
 	case networking.ClientTLSSettings_DISABLE:
@@ -107,6 +110,8 @@ func applyTLS(c *clusterv3.Cluster, h *httpOptions, pol *policy.Policy, host str
 		if e := applyClientCertificate(common, pol, host); e != nil {
 			return e, true
 		}
+	} else if backendClientCertificate(pol, clientCert) {
+		common.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: CredentialSecretName(clientCert), SdsConfig: adsConfigSource()}}
 	}
 	if h.h2 {
 		common.AlpnProtocols = []string{"h2"}
@@ -168,4 +173,16 @@ func backendTLSCA(pol *policy.Policy, host string) (string, *config.Error) {
 		return "", pol.Error(pol.TLSField+".credentialName", "credentialName %q names a ConfigMap, which only DestinationRules generated from a BackendTLSPolicy can; the clusters of %s are not built", name, host)
 	}
 	return ca, nil
+}
+
+// backendClientCertificate reports whether a Gateway's backend client
+// certificate clientCert ("" for none) is presented on the cluster of
+// pol: when its TLS settings are a BackendTLSPolicy's, those of the
+// traffic policy or port-level settings of a rule generated from one
+// (model.BackendTLSPolicyAnnotation), not a subset's, which a user's rule
+// merged into it contributed. The Gateway API has no other way to
+// originate TLS, and GEP-3155 presents the certificate on it.
+func backendClientCertificate(pol *policy.Policy, clientCert string) bool {
+	return clientCert != "" && pol.Rule != nil && pol.Rule.Annotations[model.BackendTLSPolicyAnnotation] != "" &&
+		pol.TLS.GetMode() == networking.ClientTLSSettings_SIMPLE && !strings.HasPrefix(pol.TLSField, "spec.subsets")
 }

@@ -166,5 +166,53 @@ func upstreamSecretsFor(push *model.PushContext, gateways []config.Config, store
 	if len(gateways) == 0 || store == nil {
 		return nil, nil, nil
 	}
-	return BuildUpstreamSecrets(push, store, scope)
+	out, refused, errs := BuildUpstreamSecrets(push, store, scope)
+	sec, refusal, err := backendClientSecret(push, gateways, store, scope)
+	if sec != nil && !slices.ContainsFunc(out, func(s *tlsv3.Secret) bool { return s.GetName() == sec.GetName() }) {
+		out = append(out, sec)
+		slices.SortFunc(out, func(a, b *tlsv3.Secret) int { return strings.Compare(a.GetName(), b.GetName()) })
+	}
+	if refusal != nil {
+		refused = append(refused, *refusal)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return out, refused, errs
+}
+
+// backendClientSecret reads the backend client certificate the view's
+// proxies present (model.PushContext.BackendClientCertificate), as the
+// Gateway carrying it owns it: the Gateway API's rule for a generated
+// Gateway (its own proxies; another namespace's Secret only when a
+// ReferenceGrant lends it), Istio config's for any other. The clusters
+// naming it wait for it when it is refused or unusable, which is
+// reported against that Gateway.
+func backendClientSecret(push *model.PushContext, gateways []config.Config, store model.SecretStore, scope model.SecretScope) (*tlsv3.Secret, *model.SecretRefusal, *config.Error) {
+	name := push.BackendClientCertificate()
+	if name == "" {
+		return nil, nil, nil
+	}
+	i := slices.IndexFunc(gateways, func(gw config.Config) bool {
+		return gw.Annotations[model.BackendClientCertificateAnnotation] == name
+	})
+	cred, perr := model.ParseCredentialName(name)
+	if i < 0 || perr != nil {
+		return nil, nil, nil // not this group's (the view is the proxy's Gateways')
+	}
+	owner := gateways[i]
+	scope = scope.For(model.SecretOwner{Key: owner.Key(), Source: owner.Source})
+	ref := cred.Resolve(scope.Namespace())
+	field := "metadata.annotations[" + model.BackendClientCertificateAnnotation + "]"
+	if why := scope.Refusal(ref); why != "" {
+		return nil, &model.SecretRefusal{Resource: cred.ResourceName, Secret: ref.String(), Gateway: owner.Namespace + "/" + owner.Name, Server: field, Reason: why},
+			&config.Error{Source: owner.Source, Key: owner.Key(), Field: field,
+				Message: fmt.Sprintf("backend client certificate Secret %s is not sent to %s: %s; clusters presenting it wait for it", ref, scope, why)}
+	}
+	sec, problem := listener.LoadKeyPair(cred.ResourceName, ref, store)
+	if problem != "" {
+		return nil, nil, &config.Error{Source: owner.Source, Key: owner.Key(), Field: field,
+			Message: fmt.Sprintf("for %s: backend client certificate Secret %s %s; clusters presenting it wait for it", scope, ref, problem)}
+	}
+	return sec, nil, nil
 }
