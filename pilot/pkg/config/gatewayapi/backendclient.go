@@ -53,6 +53,12 @@ func (c *converter) backendClientCertificate(g *gw.Gateway) map[string]string {
 	if ns != g.Namespace && !c.grants.allowed("Gateway", g.Namespace, "", "Secret", ns, name) {
 		return fail(gw.GatewayReasonRefNotPermitted, "Secret %s/%s is in another namespace and no ReferenceGrant there allows it", ns, name)
 	}
+	if c.in.Secrets == nil {
+		// File mode reads no Secrets, so none can be sent: presenting
+		// nothing refuses more than asked, never less.
+		c.warnf(src, field, "Secret %s/%s cannot be served here (no Secrets are read in file mode); connections to backends present no client certificate", ns, name)
+		return nil
+	}
 	if p := c.certificateProblem(ns, name); p != "" {
 		return fail(gw.GatewayReasonInvalidClientCertificateRef, "%s", p)
 	}

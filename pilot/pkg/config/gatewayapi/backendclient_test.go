@@ -274,3 +274,22 @@ func TestBackendClientCertificateInvalid(t *testing.T) {
 		})
 	}
 }
+
+// File mode reads no Secrets: the reference is warned about and no
+// generated Gateway names it, so no cluster waits for a Secret that can
+// never be sent.
+func TestBackendClientCertificateFileModeWarns(t *testing.T) {
+	in := decode(t, []byte(backendClientInput))
+	in.kube.Secrets = nil
+	res := gatewayapi.ConvertWithStatus(in.kube, gatewayapi.Options{}, goldenNow)
+	for _, c := range res.Configs {
+		if c.Annotations[model.BackendClientCertificateAnnotation] != "" {
+			t.Errorf("%s names a client certificate file mode cannot send", c.Key())
+		}
+	}
+	if !slices.ContainsFunc(res.Errors, func(e *config.Error) bool {
+		return e.Field == "spec.tls.backend.clientCertificateRef" && e.Warning && strings.Contains(e.Message, "file mode")
+	}) {
+		t.Errorf("no warning at spec.tls.backend.clientCertificateRef: %v", res.Errors)
+	}
+}
