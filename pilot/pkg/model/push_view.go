@@ -42,8 +42,14 @@ type view struct {
 // clusters, listeners and routes, so the key belongs in the gateway group
 // key.
 func (ps *PushContext) ViewKey(p *Proxy) string {
+	return ps.viewKey(p, ps.Base().backendClientCertificate(p))
+}
+
+// viewKey is ViewKey for a proxy presenting backend client certificate
+// cert ("" for none).
+func (ps *PushContext) viewKey(p *Proxy, cert string) string {
 	key := ps.drViewKey(p)
-	if cert := ps.Base().backendClientCertificate(p); cert != "" {
+	if cert != "" {
 		// Proxies presenting a Gateway's backend client certificate get
 		// clusters of their own.
 		if key == "" {
@@ -91,13 +97,14 @@ func (ps *PushContext) drViewKey(p *Proxy) string {
 // For a proxy of the default view it is the push context itself.
 func (ps *PushContext) ForProxy(p *Proxy) *PushContext {
 	b := ps.Base()
-	key := b.ViewKey(p)
+	cert := b.backendClientCertificate(p)
+	key := b.viewKey(p, cert)
 	if key == "" {
 		return b
 	}
 	next := *b
 	next.base = b
-	next.view = &view{ns: p.Namespace, labels: p.Labels, key: key, clientCert: b.backendClientCertificate(p)}
+	next.view = &view{ns: p.Namespace, labels: p.Labels, key: key, clientCert: cert}
 	return &next
 }
 
