@@ -233,36 +233,14 @@ func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins apiserver.
 	res.CreateSeconds = time.Since(t0).Seconds()
 	res.Objects = 1 + 4*c.Services
 
-	grpcAddr, err1 := freePort()
-	httpAddr, err2 := freePort()
-	if err := errors.Join(err1, err2); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	args := append([]string{"discovery", "--kubeconfig", cl.Kubeconfig, "--grpc-addr", grpcAddr, "--http-addr", httpAddr,
-		"--secure-grpc-addr=", "--log-format", "json", "--log-level", "info"}, o.pilotArgs...)
-	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("kube-%s-%s.log", c, res.Server))
-	w := newLogWatch(servicesSynced, configSynced, firstPush)
-	p, err := startProc(o.pilot, args, logPath, w)
+	p, err := startKubePilot(ctx, o, cl.Kubeconfig, fmt.Sprintf("kube-%s-%s.log", c, res.Server))
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	defer p.stop()
-	rctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	if err := p.waitReady(rctx, "http://"+httpAddr+"/healthz/ready"); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	// Ready can answer before the log line carrying the same news has
-	// come through the pipe; wait for the line, not for a guess.
-	if err := w.wait(rctx, firstPush); err != nil {
-		res.Error = fmt.Sprintf("%v (see %s)", err, logPath)
-		return res
-	}
-	res.SyncSeconds = max(w.at(servicesSynced), w.at(configSynced)).Seconds()
-	res.FirstPushSeconds = w.at(firstPush).Seconds()
+	grpcAddr, httpAddr := p.grpcAddr, p.httpAddr
+	res.SyncSeconds, res.FirstPushSeconds = p.syncSeconds, p.firstPushSeconds
 
 	kc, err := newChurner(cfg, c, ko)
 	if err != nil {
@@ -283,7 +261,7 @@ func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins apiserver.
 				return nil
 			}
 			for _, rate := range ko.rates {
-				res.Churn = append(res.Churn, kc.phase(ctx, p, "http://"+httpAddr+"/metrics", rate))
+				res.Churn = append(res.Churn, kc.phase(ctx, p.proc, "http://"+httpAddr+"/metrics", rate))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -308,6 +286,51 @@ func runKubeCase(ctx context.Context, o options, ko kubeOptions, bins apiserver.
 		res.Error = "the gateways did not converge"
 	}
 	return res
+}
+
+// kubePilot is pilot-discovery running in Kubernetes mode against a
+// case's API server, ready and past its first push.
+type kubePilot struct {
+	*proc
+	grpcAddr, httpAddr, logPath string
+	// syncSeconds (informers synced) and firstPushSeconds time its start.
+	syncSeconds, firstPushSeconds float64
+}
+
+// startKubePilot starts pilot-discovery on kubeconfig with free ports,
+// plaintext ADS and JSON logs into o.out/logs/logName, extra flags then
+// o.pilotArgs, and waits (o.timeout at most) until it is ready and its
+// log says the first push was computed. The caller stops it.
+func startKubePilot(ctx context.Context, o options, kubeconfig, logName string, extra ...string) (*kubePilot, error) {
+	grpcAddr, err1 := freePort()
+	httpAddr, err2 := freePort()
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	args := append([]string{"discovery", "--kubeconfig", kubeconfig, "--grpc-addr", grpcAddr, "--http-addr", httpAddr,
+		"--secure-grpc-addr=", "--log-format", "json", "--log-level", "info"}, extra...)
+	args = append(args, o.pilotArgs...)
+	logPath := filepath.Join(o.out, "logs", logName)
+	w := newLogWatch(servicesSynced, configSynced, firstPush)
+	p, err := startProc(o.pilot, args, logPath, w)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := p.waitReady(rctx, "http://"+httpAddr+"/healthz/ready"); err != nil {
+		p.stop()
+		return nil, err
+	}
+	// Ready can answer before the log line carrying the same news has
+	// come through the pipe; wait for the line, not for a guess.
+	if err := w.wait(rctx, firstPush); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("%v (see %s)", err, logPath)
+	}
+	return &kubePilot{proc: p, grpcAddr: grpcAddr, httpAddr: httpAddr, logPath: logPath,
+		syncSeconds:      max(w.at(servicesSynced), w.at(configSynced)).Seconds(),
+		firstPushSeconds: w.at(firstPush).Seconds()}, nil
 }
 
 // Log messages of pilot-discovery that time its start.

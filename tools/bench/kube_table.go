@@ -20,21 +20,7 @@ const (
 func kubeMarkdown(m machine, ko kubeOptions, pilotArgs []string, results []kubeResult) string {
 	var b strings.Builder
 	b.WriteString("# Wayfinder Kubernetes-mode benchmark\n\n")
-	fmt.Fprintf(&b, "%s, %d CPUs", m.Date, m.CPUs)
-	if m.CPUModel != "" {
-		fmt.Fprintf(&b, " (%s)", m.CPUModel)
-	}
-	fmt.Fprintf(&b, ", %.1f GB, %s", m.MemoryGB, m.Go)
-	if m.Commit != "" {
-		fmt.Fprintf(&b, ", commit %s", m.Commit)
-	}
-	b.WriteString(".\n")
-	if m.Load != "" {
-		fmt.Fprintf(&b, "Load average at the start (1, 5, 15 min): %s.\n", m.Load)
-	}
-	if m.Note != "" {
-		fmt.Fprintf(&b, "Conditions: %s.\n", strings.TrimSuffix(m.Note, "."))
-	}
+	writeMachine(&b, m)
 	b.WriteString("\nA real etcd and kube-apiserver on loopback per case; the workload (one Gateway, per Service a Service, an " +
 		"EndpointSlice of 3 endpoints, a VirtualService and a DestinationRule) created in it before pilot-discovery starts in " +
 		"Kubernetes mode; the simulated gateways connect to its plaintext ADS port once it is ready. The API server, etcd, " +
@@ -141,3 +127,24 @@ func metOrNot(ok bool) string {
 }
 
 func secs(ms float64) string { return fmt.Sprintf("%.2f s", ms/1000) }
+
+// writeMachine writes the lines of a Kubernetes-mode report that say
+// where and when it ran: date, CPUs, memory, Go, commit, load average and
+// the conditions noted.
+func writeMachine(b *strings.Builder, m machine) {
+	fmt.Fprintf(b, "%s, %d CPUs", m.Date, m.CPUs)
+	if m.CPUModel != "" {
+		fmt.Fprintf(b, " (%s)", m.CPUModel)
+	}
+	fmt.Fprintf(b, ", %.1f GB, %s", m.MemoryGB, m.Go)
+	if m.Commit != "" {
+		fmt.Fprintf(b, ", commit %s", m.Commit)
+	}
+	b.WriteString(".\n")
+	if m.Load != "" {
+		fmt.Fprintf(b, "Load average at the start (1, 5, 15 min): %s.\n", m.Load)
+	}
+	if m.Note != "" {
+		fmt.Fprintf(b, "Conditions: %s.\n", strings.TrimSuffix(m.Note, "."))
+	}
+}

@@ -263,38 +263,18 @@ func runRouteCase(ctx context.Context, o options, ro routeOptions, bins apiserve
 		return res
 	}
 
-	grpcAddr, err1 := freePort()
-	httpAddr, err2 := freePort()
-	if err := errors.Join(err1, err2); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	args := []string{"discovery", "--kubeconfig", cl.Kubeconfig, "--grpc-addr", grpcAddr, "--http-addr", httpAddr,
-		"--secure-grpc-addr=", "--log-format", "json", "--log-level", "info"}
+	var extra []string
 	if ro.profile != "" {
-		args = append(args, "--debug-admin-service-accounts", routeNamespace+"/"+profilerAccount)
+		extra = []string{"--debug-admin-service-accounts", routeNamespace + "/" + profilerAccount}
 	}
-	args = append(args, o.pilotArgs...)
-	logPath := filepath.Join(o.out, "logs", fmt.Sprintf("routes-%s-%s.log", c, res.Server))
-	w := newLogWatch(servicesSynced, configSynced, firstPush)
-	p, err := startProc(o.pilot, args, logPath, w)
+	p, err := startKubePilot(ctx, o, cl.Kubeconfig, fmt.Sprintf("routes-%s-%s.log", c, res.Server), extra...)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	defer p.stop()
-	rctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	if err := p.waitReady(rctx, "http://"+httpAddr+"/healthz/ready"); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	if err := w.wait(rctx, firstPush); err != nil {
-		res.Error = fmt.Sprintf("%v (see %s)", err, logPath)
-		return res
-	}
-	res.SyncSeconds = max(w.at(servicesSynced), w.at(configSynced)).Seconds()
-	res.FirstPushSeconds = w.at(firstPush).Seconds()
+	grpcAddr, httpAddr := p.grpcAddr, p.httpAddr
+	res.SyncSeconds, res.FirstPushSeconds = p.syncSeconds, p.firstPushSeconds
 
 	tr := newPropTracker(c.Proxies, 2*ro.changes)
 	cw := &routeChanger{gc: gc, c: c, tr: tr, timeout: ro.timeout, gap: ro.gap}
@@ -333,7 +313,7 @@ func runRouteCase(ctx context.Context, o options, ro routeOptions, bins apiserve
 				if name == "update" && ro.profile != "" {
 					prof = startProfile(ctx, kc, "http://"+httpAddr, ro, c)
 				}
-				res.Phases = append(res.Phases, cw.phase(ctx, p, metricsURL, name, i*ro.changes, ro.changes))
+				res.Phases = append(res.Phases, cw.phase(ctx, p.proc, metricsURL, name, i*ro.changes, ro.changes))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -354,7 +334,7 @@ func runRouteCase(ctx context.Context, o options, ro routeOptions, bins apiserve
 		return res
 	}
 	if warmLate.Load() {
-		res.Error = fmt.Sprintf("the first new HTTPRoute did not reach every proxy within %s (see %s)", ro.timeout, logPath)
+		res.Error = fmt.Sprintf("the first new HTTPRoute did not reach every proxy within %s (see %s)", ro.timeout, p.logPath)
 		return res
 	}
 	cold := rep.Cold

@@ -17,21 +17,7 @@ const routeTargetP99Ms = 100
 func routeMarkdown(m machine, ro routeOptions, pilotArgs []string, results []routeResult) string {
 	var b strings.Builder
 	b.WriteString("# Wayfinder route propagation (Gateway API, Kubernetes mode)\n\n")
-	fmt.Fprintf(&b, "%s, %d CPUs", m.Date, m.CPUs)
-	if m.CPUModel != "" {
-		fmt.Fprintf(&b, " (%s)", m.CPUModel)
-	}
-	fmt.Fprintf(&b, ", %.1f GB, %s", m.MemoryGB, m.Go)
-	if m.Commit != "" {
-		fmt.Fprintf(&b, ", commit %s", m.Commit)
-	}
-	b.WriteString(".\n")
-	if m.Load != "" {
-		fmt.Fprintf(&b, "Load average at the start (1, 5, 15 min): %s.\n", m.Load)
-	}
-	if m.Note != "" {
-		fmt.Fprintf(&b, "Conditions: %s.\n", strings.TrimSuffix(m.Note, "."))
-	}
+	writeMachine(&b, m)
 	fmt.Fprintf(&b, "Command: `go run ./tools/bench %s`.\n", shellArgs(os.Args[1:]))
 	b.WriteString("\nA real etcd and kube-apiserver on loopback per case; a GatewayClass of wayfinder.io/gateway-controller, one " +
 		"Gateway with an HTTP listener on port 80 and the routes (each HTTPRoute its own hostname and one PathPrefix rule; on " +
