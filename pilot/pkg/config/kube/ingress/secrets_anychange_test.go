@@ -2,9 +2,7 @@ package ingress
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,30 +18,7 @@ import (
 func TestSecretsOnAnyChange(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	changes := make(chan string, 10)
-	s, err := NewSecrets(SecretsOptions{Client: kclienttest.Kube(client), Namespaces: []string{"web"},
-		OnAnyChange: func(ns, name string) { changes <- ns + "/" + name }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.Run(runCtx) })
-	defer func() { cancel(); wg.Wait() }()
-	if !s.WaitForSync(runCtx) {
-		t.Fatal("not synced")
-	}
-	next := func(want string) {
-		t.Helper()
-		select {
-		case got := <-changes:
-			if got != want {
-				t.Fatalf("change %s, want %s", got, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no change for %s", want)
-		}
-	}
+	s, changes, next := runSecrets(t, SecretsOptions{Client: kclienttest.Kube(client), Namespaces: []string{"web"}}, true)
 	hello := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "site"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{"tls.crt": []byte("Hello world")}}
 	if _, err := client.CoreV1().Secrets("web").Create(ctx, hello, metav1.CreateOptions{}); err != nil {

@@ -18,25 +18,31 @@ func tlsSecret(ns, name, cert string) *corev1.Secret {
 		Data: map[string][]byte{"tls.crt": []byte(cert), "tls.key": []byte("key")}}
 }
 
-// Secrets serves certificates from the cache and signals a change only
-// when a certificate or key appears, changes or goes.
-func TestSecrets(t *testing.T) {
-	ctx := context.Background()
-	client := fake.NewClientset(tlsSecret("web", "shop", "cert-1"),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "token"}, Data: map[string][]byte{"token": []byte("t")}})
-	changes := make(chan string, 10)
-	s, err := NewSecrets(SecretsOptions{Client: kclienttest.Kube(client), Namespaces: []string{"web"}, OnChange: func(ns, name string) { changes <- ns + "/" + name }})
+// runSecrets runs Secrets with opts until the test ends, waiting for its
+// sync; the change callback (OnAnyChange when anyChange, else OnChange) sends
+// "namespace/name" to changes, and next fails the test unless the next
+// change is want.
+func runSecrets(t *testing.T, opts SecretsOptions, anyChange bool) (s *Secrets, changes chan string, next func(want string)) {
+	t.Helper()
+	changes = make(chan string, 10)
+	signal := func(ns, name string) { changes <- ns + "/" + name }
+	if anyChange {
+		opts.OnAnyChange = signal
+	} else {
+		opts.OnChange = signal
+	}
+	s, err := NewSecrets(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { s.Run(runCtx) })
-	defer func() { cancel(); wg.Wait() }()
-	if !s.WaitForSync(runCtx) {
+	wg.Go(func() { s.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	if !s.WaitForSync(ctx) {
 		t.Fatal("not synced")
 	}
-	next := func(want string) {
+	next = func(want string) {
 		t.Helper()
 		select {
 		case got := <-changes:
@@ -47,6 +53,16 @@ func TestSecrets(t *testing.T) {
 			t.Fatalf("no change for %s", want)
 		}
 	}
+	return s, changes, next
+}
+
+// Secrets serves certificates from the cache and signals a change only
+// when a certificate or key appears, changes or goes.
+func TestSecrets(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(tlsSecret("web", "shop", "cert-1"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "token"}, Data: map[string][]byte{"token": []byte("t")}})
+	s, changes, next := runSecrets(t, SecretsOptions{Client: kclienttest.Kube(client), Namespaces: []string{"web"}}, false)
 	next("web/shop") // the initial list
 	if cert, key, ok := s.Secret("web", "shop"); !ok || string(cert) != "cert-1" || string(key) != "key" {
 		t.Errorf("shop: %q %q %v", cert, key, ok)
@@ -88,29 +104,7 @@ func TestSecrets(t *testing.T) {
 func TestSecretsCA(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	changes := make(chan string, 10)
-	s, err := NewSecrets(SecretsOptions{Client: kclienttest.Kube(client), OnChange: func(ns, name string) { changes <- ns + "/" + name }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.Run(runCtx) })
-	defer func() { cancel(); wg.Wait() }()
-	if !s.WaitForSync(runCtx) {
-		t.Fatal("not synced")
-	}
-	next := func(want string) {
-		t.Helper()
-		select {
-		case got := <-changes:
-			if got != want {
-				t.Fatalf("change %s, want %s", got, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no change for %s", want)
-		}
-	}
+	s, _, next := runSecrets(t, SecretsOptions{Client: kclienttest.Kube(client)}, false)
 	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "shop-cacert"}, Data: map[string][]byte{"ca.crt": []byte("ca-1")}}
 	if _, err := client.CoreV1().Secrets("gw").Create(ctx, ca, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
