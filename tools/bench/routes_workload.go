@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,40 +190,16 @@ func writeRouteWorkload(ctx context.Context, kc kubernetes.Interface, gc gwclien
 // parallel runs do(0..n-1) on workers goroutines and returns the first
 // error, cancelling the rest.
 func parallel(parent context.Context, workers, n int, do func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	work := make(chan int)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for i := range work {
-				if err := do(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-feed:
+	g, ctx := errgroup.WithContext(parent)
+	g.SetLimit(max(workers, 1))
 	for i := range n {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			break feed
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return do(ctx, i) })
 	}
-	close(work)
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return parent.Err()
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -200,43 +200,16 @@ func WriteKube(ctx context.Context, cfg *rest.Config, o KubeOptions) error {
 		return err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
-		}
-		mu.Unlock()
-	}
-	for range o.Workers {
-		wg.Go(func() {
-			for i := range work {
-				if err := createService(ctx, kc, dc, i, o); err != nil {
-					fail(err)
-				}
-			}
-		})
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Workers)
 	for i := range o.Services {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return createService(gctx, kc, dc, i, o) })
 	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
